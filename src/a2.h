@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ *
+ * a2.h
+ *	  Declarations shared by every a2 module: SQLSTATEs, limits, and the
+ *	  small helpers each operation uses to lock a session.
+ *
+ * IDENTIFICATION
+ *	  src/a2.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef A2_H
+#define A2_H
+
+#include "postgres.h"
+
+/* SQLSTATEs of SPEC section 5 (the standard ones come from errcodes.h) */
+#define ERRCODE_A2_PARTIAL_DUPLICATE_BATCH	MAKE_SQLSTATE('Z','2','0','0','1')
+#define ERRCODE_A2_SUPERSEDED_ATTEMPT		MAKE_SQLSTATE('Z','2','0','0','2')
+#define ERRCODE_A2_NOT_FOUND				MAKE_SQLSTATE('Z','2','0','0','3')
+
+/* Limits of SPEC section 5, "Sizes" */
+#define A2_MAX_NAME_BYTES	1024	/* ids, session ids, lanes, holders, ... */
+#define A2_MAX_LIST_ITEMS	10000	/* elements of any batch or list */
+
+/* Take the per-session transaction advisory lock (hashtext key). */
+extern void a2_lock_session(const char *session_id);
+
+#endif							/* A2_H */

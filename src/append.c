@@ -1,0 +1,448 @@
+/*-------------------------------------------------------------------------
+ *
+ * append.c
+ *	  a2_append(session_id, events): append a batch of events to a session.
+ *
+ *	  Order of work (SPEC sections 4 and 5): validate the whole batch; take
+ *	  the session lock; detect an idempotent replay (every id already stored
+ *	  in this session, unchanged) and return it without writing; check the
+ *	  attempt-currency fence with the parent rows locked in index order;
+ *	  then insert the batch after max(idx) in one statement.
+ *
+ *	  Two transactions appending the same new id to different sessions race
+ *	  on the unique index a2_events_event_id: the insert uses ON CONFLICT DO
+ *	  NOTHING (which waits for the other transaction) and the loser raises
+ *	  Z2001 instead of a unique violation.
+ *
+ * IDENTIFICATION
+ *	  src/append.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "common/pg_prng.h"
+#include "fmgr.h"
+#include "port.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+
+#include "a2.h"
+#include "append.h"
+#include "clock.h"
+#include "notify.h"
+#include "spi_plans.h"
+
+PG_FUNCTION_INFO_V1(a2_append);
+
+static A2Statement session_status = {
+	"SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e"
+	"                  WHERE e.session_id = $1 ORDER BY e.idx DESC LIMIT 1), 0),"
+	"       EXISTS (SELECT 1 FROM @extschema@.a2_events e"
+	"                WHERE e.session_id = $1 AND e.processed_at IS NULL)",
+	1, {TEXTOID}
+};
+
+static A2Statement blocked_lanes = {
+	"SELECT DISTINCT e.lane FROM @extschema@.a2_events e"
+	" WHERE e.session_id = $1 AND e.lane = ANY ($2) AND e.processed_at IS NULL",
+	2, {TEXTOID, TEXTARRAYOID}
+};
+
+static A2Statement insert_batch = {
+	"INSERT INTO @extschema@.a2_events"
+	"  (session_id, idx, event_type, payload, event_id, created_at,"
+	"   cause, lane, lane_ready, processed_at)"
+	" SELECT $1, $2 + i.ord, i.event_type, i.payload, i.event_id, $3,"
+	"        i.cause, i.lane, i.lane_ready, CASE WHEN i.settled THEN $3 END"
+	"   FROM ROWS FROM (unnest($4), unnest($5), unnest($6), unnest($7),"
+	"                   unnest($8), unnest($9), unnest($10)) WITH ORDINALITY"
+	"        AS i(event_type, payload, event_id, cause, lane, lane_ready, settled, ord)"
+	" ON CONFLICT (event_id) DO NOTHING",
+	10, {TEXTOID, INT8OID, INT8OID, TEXTARRAYOID, JSONBARRAYOID,
+		TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID,
+	BOOLARRAYOID}
+};
+
+static A2Statement events_by_ids = {
+	"SELECT " A2_EVENT_COLUMNS
+	"  FROM unnest($1) WITH ORDINALITY AS i(id, ord)"
+	"  JOIN @extschema@.a2_events e ON e.event_id = i.id"
+	" ORDER BY i.ord",
+	1, {TEXTARRAYOID}
+};
+
+static A2Statement lock_parents = {
+	"SELECT e.idx, e.attempt_count, e.failed_at IS NOT NULL"
+	"  FROM @extschema@.a2_events e"
+	" WHERE e.session_id = $1 AND e.idx = ANY ($2)"
+	" ORDER BY e.idx FOR UPDATE",
+	2, {TEXTOID, INT8ARRAYOID}
+};
+
+bool
+a2_session_has_pending(const char *session_id)
+{
+	Datum		values[1] = {CStringGetTextDatum(session_id)};
+
+	a2_exec(&session_status, values, NULL, false, SPI_OK_SELECT);
+	return a2_col_bool(0, 2);
+}
+
+uint64
+a2_fetch_events_by_ids(char **ids, int count)
+{
+	Datum		values[1] = {a2_text_array(ids, count)};
+
+	return a2_exec(&events_by_ids, values, NULL, false, SPI_OK_SELECT);
+}
+
+static bool
+jsonb_equal(Datum a, Jsonb *b)
+{
+	return DatumGetBool(DirectFunctionCall2(jsonb_eq, a, JsonbPGetDatum(b)));
+}
+
+bool
+a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cause)
+{
+	bool		isnull;
+	char	   *type = a2_col_text(row, A2C_EVENT_TYPE);
+	char	   *lane = a2_col_text(row, A2C_LANE);
+	Datum		payload = a2_col(row, A2C_PAYLOAD, &isnull);
+	Datum		cause;
+
+	if (strcmp(type, ev->type) != 0)
+		return false;
+	if ((lane == NULL) != (ev->lane == NULL) ||
+		(lane != NULL && strcmp(lane, ev->lane) != 0))
+		return false;
+	if (isnull || !jsonb_equal(payload, ev->payload))
+		return false;
+	if (check_cause)
+	{
+		cause = a2_col(row, A2C_CAUSE, &isnull);
+		if (isnull != (ev->cause == NULL))
+			return false;
+		if (!isnull && !jsonb_equal(cause, ev->cause))
+			return false;
+	}
+	return true;
+}
+
+/* A random (version 4) UUID, as the TypeScript backend's default ids. */
+static char *
+generate_event_id(void)
+{
+	uint8		b[16];
+
+	if (!pg_strong_random(b, sizeof(b)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random event id")));
+	b[6] = (b[6] & 0x0f) | 0x40;
+	b[8] = (b[8] & 0x3f) | 0x80;
+	return psprintf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+					"%02x%02x%02x%02x%02x%02x",
+					b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+					b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* The batch's distinct lanes that already have an unprocessed event. */
+static List *
+find_blocked_lanes(const char *session_id, A2EventInput *events, int count)
+{
+	char	  **lanes = palloc(sizeof(char *) * count);
+	int			nlanes = 0;
+	Datum		values[2];
+	List	   *blocked = NIL;
+	uint64		n;
+
+	for (int i = 0; i < count; i++)
+		if (events[i].lane)
+			lanes[nlanes++] = events[i].lane;
+	if (nlanes == 0)
+		return NIL;
+
+	values[0] = CStringGetTextDatum(session_id);
+	values[1] = a2_text_array(lanes, nlanes);
+	n = a2_exec(&blocked_lanes, values, NULL, false, SPI_OK_SELECT);
+	for (uint64 r = 0; r < n; r++)
+		blocked = lappend(blocked, a2_col_text(r, 1));
+	return blocked;
+}
+
+static bool
+lane_in(List *lanes, const char *lane)
+{
+	ListCell   *lc;
+
+	foreach(lc, lanes)
+		if (strcmp((char *) lfirst(lc), lane) == 0)
+			return true;
+	return false;
+}
+
+static void
+put_new_event(A2Json *js, const char *session_id, int64 idx,
+			  const A2EventInput *ev, int64 now_ms)
+{
+	a2j_begin_object(js, NULL);
+	a2j_string(js, "id", ev->id);
+	a2j_string(js, "type", ev->type);
+	a2j_jsonb(js, "payload", ev->payload);
+	a2j_int(js, "index", idx);
+	a2j_string(js, "sessionId", session_id);
+	a2j_iso(js, "createdAt", now_ms);
+	if (ev->cause)
+		a2j_jsonb(js, "cause", ev->cause);
+	else
+		a2j_null(js, "cause");
+	a2j_string(js, "lane", ev->lane);
+	if (ev->settled)
+		a2j_iso(js, "processedAt", now_ms);
+	else
+		a2j_null(js, "processedAt");
+	a2j_null(js, "processedByAttempt");
+	a2j_null(js, "returnedEventIds");
+	a2j_null(js, "firstClaimedAt");
+	a2j_null(js, "lastClaimedAt");
+	a2j_int(js, "attemptCount", 0);
+	a2j_int(js, "failureCount", 0);
+	a2j_null(js, "lastFailedAt");
+	a2j_null(js, "lastFailedAttempt");
+	a2j_null(js, "lastError");
+	a2j_null(js, "failedAt");
+	a2j_null(js, "claimHolder");
+	a2j_null(js, "claimExpiresAt");
+	a2j_end_object(js);
+}
+
+void
+a2_insert_events(const char *session_id, A2EventInput *events, int count,
+				 int64 now_ms, A2Json *js, bool *had_pending)
+{
+	Datum		values[10];
+	int64		base;
+	List	   *blocked;
+	char	  **types = palloc(sizeof(char *) * count);
+	char	  **ids = palloc(sizeof(char *) * count);
+	char	  **lanes = palloc(sizeof(char *) * count);
+	Jsonb	  **payloads = palloc(sizeof(Jsonb *) * count);
+	Jsonb	  **causes = palloc(sizeof(Jsonb *) * count);
+	bool	   *ready = palloc(sizeof(bool) * count);
+	bool	   *settled = palloc(sizeof(bool) * count);
+	uint64		inserted;
+
+	values[0] = CStringGetTextDatum(session_id);
+	a2_exec(&session_status, values, NULL, false, SPI_OK_SELECT);
+	base = a2_col_int64(0, 1);
+	*had_pending = a2_col_bool(0, 2);
+
+	/*
+	 * An event is lane-ready when its lane has no unprocessed event; earlier
+	 * unsettled events of this batch count.
+	 */
+	blocked = find_blocked_lanes(session_id, events, count);
+	for (int i = 0; i < count; i++)
+	{
+		A2EventInput *ev = &events[i];
+
+		if (ev->id == NULL)
+			ev->id = generate_event_id();
+		types[i] = ev->type;
+		ids[i] = ev->id;
+		lanes[i] = ev->lane;
+		payloads[i] = ev->payload;
+		causes[i] = ev->cause;
+		settled[i] = ev->settled;
+		ready[i] = ev->lane == NULL || !lane_in(blocked, ev->lane);
+		if (ev->lane != NULL && !ev->settled && ready[i])
+			blocked = lappend(blocked, ev->lane);
+	}
+
+	values[1] = Int64GetDatum(base);
+	values[2] = Int64GetDatum(now_ms);
+	values[3] = a2_text_array(types, count);
+	values[4] = a2_jsonb_array(payloads, count);
+	values[5] = a2_text_array(ids, count);
+	values[6] = a2_jsonb_array(causes, count);
+	values[7] = a2_text_array(lanes, count);
+	values[8] = a2_bool_array(ready, count);
+	values[9] = a2_bool_array(settled, count);
+	inserted = a2_exec(&insert_batch, values, NULL, false, SPI_OK_INSERT);
+	if (inserted != (uint64) count)
+		ereport(ERROR,
+				(errcode(ERRCODE_A2_PARTIAL_DUPLICATE_BATCH),
+				 errmsg("event id already exists while appending to session \"%s\"",
+						session_id),
+				 errdetail("Another transaction stored an event with one of the batch's ids first.")));
+
+	for (int i = 0; i < count; i++)
+		put_new_event(js, session_id, base + 1 + i, &events[i], now_ms);
+	if (count > 0)
+		a2_notify_session(session_id, base + count);
+}
+
+/*
+ * Replay detection.  Returns true (and fills `js`) when every event of the
+ * batch is already stored in this session with the same content.
+ */
+static bool
+detect_replay(const char *session_id, A2EventInput *events, int count,
+			  A2Json *js)
+{
+	char	  **ids = palloc(sizeof(char *) * count);
+	int			nids = 0;
+	uint64		found;
+
+	for (int i = 0; i < count; i++)
+		if (events[i].id)
+			ids[nids++] = events[i].id;
+	if (nids == 0)
+		return false;
+
+	found = a2_fetch_events_by_ids(ids, nids);
+	if (found == 0)
+		return false;
+
+	for (uint64 r = 0; r < found; r++)
+	{
+		char	   *stored_session = a2_col_text(r, A2C_SESSION_ID);
+
+		if (strcmp(stored_session, session_id) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_A2_PARTIAL_DUPLICATE_BATCH),
+					 errmsg("event id \"%s\" already exists in another session",
+							a2_col_text(r, A2C_EVENT_ID)),
+					 errdetail("Appending to session \"%s\"; the id belongs to session \"%s\".",
+							   session_id, stored_session)));
+	}
+	if (found != (uint64) count)
+		ereport(ERROR,
+				(errcode(ERRCODE_A2_PARTIAL_DUPLICATE_BATCH),
+				 errmsg("batch for session \"%s\" mixes %llu already-appended and %llu fresh events",
+						session_id, (unsigned long long) found,
+						(unsigned long long) (count - found)),
+				 errhint("Replay the whole stored batch, or append only fresh events.")));
+
+	/* every event has an id and rows are in batch order */
+	for (int i = 0; i < count; i++)
+		if (!a2_stored_matches(i, &events[i], true))
+			ereport(ERROR,
+					(errcode(ERRCODE_A2_PARTIAL_DUPLICATE_BATCH),
+					 errmsg("replayed event \"%s\" differs from stored event %lld of session \"%s\"",
+							events[i].id,
+							(long long) a2_col_int64(i, A2C_IDX), session_id),
+					 errdetail("A replay must repeat the stored type, payload, lane and cause.")));
+
+	for (uint64 r = 0; r < found; r++)
+		a2j_event_row(js, NULL, SPI_tuptable->vals[r], SPI_tuptable->tupdesc, true);
+	return true;
+}
+
+/* The attempt-currency fence, parents locked in index order. */
+static void
+check_fence(const char *session_id, A2EventInput *events, int count)
+{
+	int64	   *idxs = palloc(sizeof(int64) * count);
+	int			n = 0;
+	Datum		values[2];
+	uint64		found;
+
+	for (int i = 0; i < count; i++)
+		if (events[i].cause)
+			idxs[n++] = events[i].cause_index;
+	if (n == 0)
+		return;
+
+	values[0] = CStringGetTextDatum(session_id);
+	values[1] = a2_int8_array(idxs, n);
+	found = a2_exec(&lock_parents, values, NULL, false, SPI_OK_SELECT);
+
+	for (int i = 0; i < count; i++)
+	{
+		A2EventInput *ev = &events[i];
+		bool		matched = false;
+
+		if (!ev->cause)
+			continue;
+		for (uint64 r = 0; r < found; r++)
+		{
+			if (a2_col_int64(r, 1) != ev->cause_index)
+				continue;
+			matched = true;
+			if (a2_col_int64(r, 2) != ev->cause_attempt || a2_col_bool(r, 3))
+				ereport(ERROR,
+						(errcode(ERRCODE_A2_SUPERSEDED_ATTEMPT),
+						 errmsg("attempt %lld no longer owns event %lld in session \"%s\"",
+								(long long) ev->cause_attempt,
+								(long long) ev->cause_index, session_id),
+						 errdetail(a2_col_bool(r, 3) ?
+								   "The event was dead-lettered." :
+								   "The event's current attempt is %lld.",
+								   (long long) a2_col_int64(r, 2))));
+			break;
+		}
+		if (!matched)
+			ereport(ERROR,
+					(errcode(ERRCODE_A2_NOT_FOUND),
+					 errmsg("no event at index %lld in session \"%s\"",
+							(long long) ev->cause_index, session_id),
+					 errdetail("events[%d].cause names a parent that does not exist.", i)));
+	}
+}
+
+static Jsonb *
+append_batch(const char *session_id, A2EventInput *events, int count)
+{
+	MemoryContext caller = a2_spi_begin();
+	A2Json		js = NULL;
+	bool		has_pending;
+	JsonbValue *root;
+	Jsonb	   *result;
+
+	a2j_begin_object(&js, NULL);
+	a2j_begin_array(&js, "events");
+	if (count == 0)
+		has_pending = a2_session_has_pending(session_id);
+	else
+	{
+		int64		now_ms;
+
+		a2_check_duplicate_ids(events, count, session_id);
+		a2_lock_session(session_id);
+		if (detect_replay(session_id, events, count, &js))
+			has_pending = a2_session_has_pending(session_id);
+		else
+		{
+			bool		any_unsettled = false;
+
+			check_fence(session_id, events, count);
+			now_ms = a2_clock_now_ms();
+			a2_insert_events(session_id, events, count, now_ms, &js, &has_pending);
+			for (int i = 0; i < count; i++)
+				any_unsettled |= !events[i].settled;
+			has_pending |= any_unsettled;
+		}
+	}
+	a2j_end_array(&js);
+	a2j_bool(&js, "hasPending", has_pending);
+	root = a2j_end_object(&js);
+	result = a2j_finish(root, caller);
+	a2_spi_end();
+	return result;
+}
+
+Datum
+a2_append(PG_FUNCTION_ARGS)
+{
+	char	   *session_id = a2_name_arg(fcinfo, 0, "session_id");
+	A2EventInput *events;
+	int			count;
+
+	a2_require_arg(fcinfo, 1, "events");
+	events = a2_parse_events(PG_GETARG_JSONB_P(1), session_id, false, &count);
+	PG_RETURN_JSONB_P(append_batch(session_id, events, count));
+}

@@ -1,0 +1,41 @@
+/*-------------------------------------------------------------------------
+ *
+ * append.h
+ *	  a2_append, and the event insertion that a2_complete shares with it.
+ *
+ * IDENTIFICATION
+ *	  src/append.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef A2_APPEND_H
+#define A2_APPEND_H
+
+#include "json_out.h"
+#include "validate.h"
+
+/*
+ * Insert a validated batch after the session's greatest index, with lane
+ * readiness and `settled` per SPEC section 4, and push each new StoredEvent
+ * into the open array `js`.  The caller holds the session lock.  Events
+ * without an id get a generated one.  Sets *had_pending to whether the
+ * session had an unprocessed event before.  Records the NOTIFY.
+ */
+extern void a2_insert_events(const char *session_id, A2EventInput *events,
+							 int count, int64 now_ms, A2Json *js,
+							 bool *had_pending);
+
+/* Whether the session has an unprocessed event. */
+extern bool a2_session_has_pending(const char *session_id);
+
+/*
+ * Stored events with the given ids, in the given order (ids that do not
+ * exist are skipped).  Leaves them in SPI_tuptable, columns
+ * A2_EVENT_COLUMNS; returns the count.
+ */
+extern uint64 a2_fetch_events_by_ids(char **ids, int count);
+
+/* Whether stored row `row` of SPI_tuptable matches a batch element. */
+extern bool a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cause);
+
+#endif							/* A2_APPEND_H */

@@ -1,0 +1,162 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim.c
+ *	  a2_claim(session_id, holder, ttl_ms, expires_at, exclude_indexes):
+ *	  lease every eligible event of a session at once.
+ *
+ *	  Eligible: unprocessed, not dead-lettered, lane-ready, lease absent or
+ *	  expired (claim_expires_at <= now), not excluded.  One statement locks
+ *	  the eligible rows in index order (FOR UPDATE, so a concurrent claimer
+ *	  waits and then re-checks the rows, never claiming the same attempt)
+ *	  and bumps their attempt.  Claim takes row locks only, never the
+ *	  session lock.
+ *
+ * IDENTIFICATION
+ *	  src/claim.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "a2.h"
+#include "clock.h"
+#include "json_out.h"
+#include "spi_plans.h"
+#include "validate.h"
+
+PG_FUNCTION_INFO_V1(a2_claim);
+
+static A2Statement claim_eligible = {
+	"WITH eligible AS MATERIALIZED ("
+	"  SELECT e.idx FROM @extschema@.a2_events e"
+	"   WHERE e.session_id = $1 AND e.processed_at IS NULL"
+	"     AND e.failed_at IS NULL AND e.lane_ready"
+	"     AND (e.claim_expires_at IS NULL OR e.claim_expires_at <= $2)"
+	"     AND e.idx <> ALL ($5)"
+	"   ORDER BY e.idx FOR UPDATE"
+	"), claimed AS ("
+	"  UPDATE @extschema@.a2_events e SET"
+	"    attempt_count = e.attempt_count + 1,"
+	"    first_claimed_at = COALESCE(e.first_claimed_at, $2),"
+	"    last_claimed_at = $2, claim_holder = $3, claim_expires_at = $4"
+	"   FROM eligible WHERE e.session_id = $1 AND e.idx = eligible.idx"
+	"  RETURNING " A2_EVENT_COLUMNS
+	") SELECT * FROM claimed ORDER BY idx",
+	5, {TEXTOID, INT8OID, TEXTOID, INT8OID, INT8ARRAYOID}
+};
+
+static A2Statement next_expiry = {
+	"SELECT min(e.claim_expires_at) FROM @extschema@.a2_events e"
+	" WHERE e.session_id = $1 AND e.processed_at IS NULL"
+	"   AND e.failed_at IS NULL AND e.lane_ready AND e.claim_expires_at > $2",
+	2, {TEXTOID, INT8OID}
+};
+
+typedef struct ClaimArgs
+{
+	char	   *session_id;
+	char	   *holder;
+	int64		now_ms;
+	int64		expires_ms;
+	Datum		exclude;		/* bigint[] */
+} ClaimArgs;
+
+static Jsonb *
+claim_events(ClaimArgs *args)
+{
+	MemoryContext caller = a2_spi_begin();
+	A2Json		js = NULL;
+	Datum		values[5];
+	uint64		n;
+	Jsonb	   *result;
+
+	values[0] = CStringGetTextDatum(args->session_id);
+	values[1] = Int64GetDatum(args->now_ms);
+	values[2] = CStringGetTextDatum(args->holder);
+	values[3] = Int64GetDatum(args->expires_ms);
+	values[4] = args->exclude;
+	n = a2_exec(&claim_eligible, values, NULL, false, SPI_OK_SELECT);
+
+	a2j_begin_object(&js, NULL);
+	if (n > 0)
+	{
+		a2j_string(&js, "outcome", "claimed");
+		a2j_begin_array(&js, "events");
+		for (uint64 r = 0; r < n; r++)
+			a2j_event_row(&js, NULL, SPI_tuptable->vals[r], SPI_tuptable->tupdesc, true);
+		a2j_end_array(&js);
+	}
+	else
+	{
+		bool		isnull;
+		Datum		retry;
+
+		a2_exec(&next_expiry, values, NULL, false, SPI_OK_SELECT);
+		retry = a2_col(0, 1, &isnull);
+		if (isnull)
+			a2j_string(&js, "outcome", "settled");
+		else
+		{
+			a2j_string(&js, "outcome", "busy");
+			a2j_iso(&js, "retryAt", DatumGetInt64(retry));
+		}
+	}
+	result = a2j_finish(a2j_end_object(&js), caller);
+	a2_spi_end();
+	return result;
+}
+
+/* exclude_indexes: NULL means none; elements must be non-null and >= 1. */
+static Datum
+exclude_arg(FunctionCallInfo fcinfo, int argno)
+{
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	if (PG_ARGISNULL(argno))
+		return a2_int8_array(NULL, 0);
+	arr = PG_GETARG_ARRAYTYPE_P(argno);
+	deconstruct_array(arr, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &elems, &nulls, &n);
+	if (n > A2_MAX_LIST_ITEMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"exclude_indexes\" has %d elements; the limit is %d",
+						n, A2_MAX_LIST_ITEMS)));
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"exclude_indexes\" must not contain nulls")));
+		a2_check_min(DatumGetInt64(elems[i]), 1, "exclude_indexes");
+	}
+	return a2_int8_array_from_datums(elems, n);
+}
+
+Datum
+a2_claim(PG_FUNCTION_ARGS)
+{
+	ClaimArgs	args;
+	int64		ttl_ms;
+
+	args.session_id = a2_name_arg(fcinfo, 0, "session_id");
+	args.holder = a2_name_arg(fcinfo, 1, "holder");
+	ttl_ms = a2_int8_arg(fcinfo, 2, "ttl_ms", 0);
+	args.exclude = exclude_arg(fcinfo, 4);
+	args.now_ms = a2_clock_now_ms();
+	if (PG_ARGISNULL(3))
+		args.expires_ms = a2_add_ttl(args.now_ms, ttl_ms);
+	else
+		args.expires_ms = a2_timestamptz_to_ms(PG_GETARG_TIMESTAMPTZ(3), "expires_at");
+	PG_RETURN_JSONB_P(claim_events(&args));
+}

@@ -1,0 +1,184 @@
+/*-------------------------------------------------------------------------
+ *
+ * clock.c
+ *	  The store clock.  SPEC section 3 "Clock": the wall clock
+ *	  (clock_timestamp()), unless the setting a2.now holds a timestamp.
+ *
+ *	  The setting is parsed once, when it is set, by the check hook: a value
+ *	  that is not a finite timestamptz is refused at SET time (once the
+ *	  library is loaded; before that PostgreSQL keeps it as a placeholder and
+ *	  re-checks it at load, discarding an invalid one with a WARNING).  Each
+ *	  a2 operation calls a2_clock_now_ms() once and uses that reading for
+ *	  every timestamp it writes or compares.
+ *
+ * IDENTIFICATION
+ *	  src/clock.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/int.h"
+#include "utils/datetime.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+#include "a2.h"
+#include "clock.h"
+
+/* Milliseconds from 1970-01-01 to 2000-01-01 (the PostgreSQL epoch) */
+#define A2_PG_EPOCH_MS	INT64CONST(946684800000)
+
+/*
+ * JavaScript's Date covers +-8.64e15 ms around 1970; timestamps outside it
+ * cannot be written as toISOString() does, so a2 refuses to produce them.
+ */
+#define A2_MAX_EPOCH_MS INT64CONST(8640000000000000)
+
+static char *a2_now_setting = NULL;
+static bool a2_now_fixed = false;
+static TimestampTz a2_now_value = 0;
+
+/*
+ * Parse a timestamptz literal without throwing: check hooks must report
+ * problems through their return value.
+ */
+static bool
+parse_timestamptz(const char *str, TimestampTz *result)
+{
+	char		workbuf[MAXDATELEN + MAXDATEFIELDS];
+	char	   *field[MAXDATEFIELDS];
+	int			ftype[MAXDATEFIELDS];
+	int			nf;
+	int			dtype;
+	int			tz;
+	struct pg_tm tt,
+			   *tm = &tt;
+	fsec_t		fsec;
+
+	if (strlen(str) >= MAXDATELEN)
+		return false;
+	if (ParseDateTime(str, workbuf, sizeof(workbuf),
+					  field, ftype, MAXDATEFIELDS, &nf) != 0)
+		return false;
+	if (DecodeDateTime(field, ftype, nf, &dtype, tm, &fsec, &tz) != 0)
+		return false;
+
+	switch (dtype)
+	{
+		case DTK_DATE:
+			return tm2timestamp(tm, fsec, &tz, result) == 0 &&
+				IS_VALID_TIMESTAMP(*result);
+		case DTK_EPOCH:
+			*result = SetEpochTimestamp();
+			return true;
+		default:
+			/* infinity and -infinity are not a clock reading */
+			return false;
+	}
+}
+
+static bool
+check_a2_now(char **newval, void **extra, GucSource source)
+{
+	TimestampTz ts;
+	TimestampTz *parsed;
+
+	if (*newval == NULL || (*newval)[0] == '\0')
+	{
+		*extra = NULL;
+		return true;
+	}
+	if (!parse_timestamptz(*newval, &ts))
+	{
+		GUC_check_errcode(ERRCODE_INVALID_PARAMETER_VALUE);
+		GUC_check_errdetail("a2.now must be empty or a finite timestamptz literal.");
+		return false;
+	}
+	parsed = (TimestampTz *) malloc(sizeof(TimestampTz));
+	if (parsed == NULL)
+		return false;
+	*parsed = ts;
+	*extra = parsed;
+	return true;
+}
+
+static void
+assign_a2_now(const char *newval, void *extra)
+{
+	if (extra == NULL)
+		a2_now_fixed = false;
+	else
+	{
+		a2_now_fixed = true;
+		a2_now_value = *(TimestampTz *) extra;
+	}
+}
+
+void
+a2_clock_define_guc(void)
+{
+	DefineCustomStringVariable("a2.now",
+							   "Fixes the a2 store clock at this timestamp.",
+							   "Empty means the server's wall clock.  Tests drive "
+							   "lease expiry and presence TTLs with it.",
+							   &a2_now_setting,
+							   "",
+							   PGC_USERSET,
+							   GUC_NOT_IN_SAMPLE,
+							   check_a2_now,
+							   assign_a2_now,
+							   NULL);
+	MarkGUCPrefixReserved("a2");
+}
+
+static int64
+timestamptz_to_ms(TimestampTz ts)
+{
+	int64		ms = ts / 1000;
+
+	/* floor, not truncation, for instants before 2000 with a fraction */
+	if (ts < 0 && ts % 1000 != 0)
+		ms -= 1;
+	return ms + A2_PG_EPOCH_MS;
+}
+
+int64
+a2_clock_now_ms(void)
+{
+	return timestamptz_to_ms(a2_now_fixed ? a2_now_value : GetCurrentTimestamp());
+}
+
+int64
+a2_timestamptz_to_ms(TimestampTz ts, const char *argname)
+{
+	int64		ms;
+
+	if (TIMESTAMP_NOT_FINITE(ts))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" must be a finite timestamp", argname)));
+	ms = timestamptz_to_ms(ts);
+	if (ms > A2_MAX_EPOCH_MS || ms < -A2_MAX_EPOCH_MS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" is out of range", argname),
+				 errdetail("Timestamps must lie within 8.64e15 milliseconds of 1970-01-01.")));
+	return ms;
+}
+
+int64
+a2_add_ttl(int64 now_ms, int64 ttl_ms)
+{
+	int64		result;
+
+	if (pg_add_s64_overflow(now_ms, ttl_ms, &result) ||
+		result > A2_MAX_EPOCH_MS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"ttl_ms\" is out of range"),
+				 errdetail("now + ttl_ms (" INT64_FORMAT " + " INT64_FORMAT
+						   ") exceeds the largest representable timestamp.",
+						   now_ms, ttl_ms)));
+	return result;
+}

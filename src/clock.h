@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ *
+ * clock.h
+ *	  The store clock: the a2.now setting, or the wall clock.  Every
+ *	  operation reads it once and passes the reading around.  Timestamps are
+ *	  epoch milliseconds, as the TypeScript backend stores them.
+ *
+ * IDENTIFICATION
+ *	  src/clock.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef A2_CLOCK_H
+#define A2_CLOCK_H
+
+#include "datatype/timestamp.h"
+
+extern void a2_clock_define_guc(void);
+
+/* One reading of the store clock, in epoch milliseconds. */
+extern int64 a2_clock_now_ms(void);
+
+/* Convert a finite timestamptz to epoch milliseconds (floor); errors on infinity. */
+extern int64 a2_timestamptz_to_ms(TimestampTz ts, const char *argname);
+
+/* now + ttl_ms, raising 22023 on overflow. */
+extern int64 a2_add_ttl(int64 now_ms, int64 ttl_ms);
+
+#endif							/* A2_CLOCK_H */

@@ -1,0 +1,279 @@
+/*-------------------------------------------------------------------------
+ *
+ * complete.c
+ *	  a2_complete(session_id, event_index, attempt, events): finish an
+ *	  attempt.
+ *
+ *	  In the caller's transaction, so a handler's own writes and its
+ *	  completion commit together or not at all.  Lock order: the session
+ *	  lock, then the event row (FOR UPDATE), then -- through pin release --
+ *	  snapshot rows.  (The TypeScript backend locks the row first and the
+ *	  session second, the reverse of its append, and deadlocks.)
+ *
+ *	  Outcomes (SPEC section 4): processed by another attempt: superseded;
+ *	  processed by this attempt: an idempotent retry that must repeat the
+ *	  stored returned batch; not processed but at another attempt, not held,
+ *	  or dead-lettered: superseded.  Otherwise insert the returned events
+ *	  with cause {event_index, attempt}, mark the event processed, promote
+ *	  its lane's next event and release its snapshot pins.  Completion is
+ *	  fenced by attempt, not by lease time.
+ *
+ * IDENTIFICATION
+ *	  src/complete.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+#include "a2.h"
+#include "append.h"
+#include "clock.h"
+#include "json_out.h"
+#include "pins.h"
+#include "spi_plans.h"
+#include "validate.h"
+
+PG_FUNCTION_INFO_V1(a2_complete);
+
+static A2Statement lock_event = {
+	"SELECT e.processed_at IS NOT NULL, e.processed_by_attempt,"
+	"       e.returned_event_ids, e.attempt_count,"
+	"       e.claim_holder IS NOT NULL, e.failed_at IS NOT NULL, e.lane"
+	"  FROM @extschema@.a2_events e"
+	" WHERE e.session_id = $1 AND e.idx = $2 FOR UPDATE",
+	2, {TEXTOID, INT8OID}
+};
+
+static A2Statement any_existing_id = {
+	"SELECT e.event_id FROM @extschema@.a2_events e"
+	" WHERE e.event_id = ANY ($1) LIMIT 1",
+	1, {TEXTARRAYOID}
+};
+
+static A2Statement mark_processed = {
+	"UPDATE @extschema@.a2_events e SET"
+	"  processed_at = $3, processed_by_attempt = $4, returned_event_ids = $5,"
+	"  lane_ready = false, claim_holder = NULL, claim_expires_at = NULL"
+	" WHERE e.session_id = $1 AND e.idx = $2",
+	5, {TEXTOID, INT8OID, INT8OID, INT4OID, JSONBOID}
+};
+
+static A2Statement promote_lane = {
+	"UPDATE @extschema@.a2_events e SET lane_ready = true"
+	" WHERE e.session_id = $1 AND NOT e.lane_ready AND e.idx = ("
+	"   SELECT p.idx FROM @extschema@.a2_events p"
+	"    WHERE p.session_id = $1 AND p.lane = $2 AND p.processed_at IS NULL"
+	"    ORDER BY p.idx LIMIT 1)",
+	2, {TEXTOID, TEXTOID}
+};
+
+typedef struct CompleteArgs
+{
+	char	   *session_id;
+	int64		index;
+	int32		attempt;
+	A2EventInput *events;
+	int			count;
+	char	  **ids;
+} CompleteArgs;
+
+static void
+mismatch(CompleteArgs *args, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_A2_PARTIAL_DUPLICATE_BATCH),
+			 errmsg("completion of event %lld attempt %d in session \"%s\" does not match the committed batch",
+					(long long) args->index, args->attempt, args->session_id),
+			 errdetail_internal("%s", detail)));
+}
+
+/* The stored returned_event_ids must equal the ids, in order. */
+static void
+check_returned_ids(CompleteArgs *args, Jsonb *stored)
+{
+	if (stored == NULL || !JB_ROOT_IS_ARRAY(stored) || JB_ROOT_IS_SCALAR(stored) ||
+		JB_ROOT_COUNT(stored) != (uint32) args->count)
+		mismatch(args, "The retry returns a different number of events than the completed attempt.");
+	for (int i = 0; i < args->count; i++)
+	{
+		JsonbValue *v = getIthJsonbValueFromContainer(&stored->root, i);
+
+		if (v == NULL || v->type != jbvString ||
+			(size_t) v->val.string.len != strlen(args->ids[i]) ||
+			memcmp(v->val.string.val, args->ids[i], v->val.string.len) != 0)
+			mismatch(args, "The retry's event ids differ from the completed attempt's.");
+	}
+}
+
+/* Idempotent retry: return the stored children, writing nothing. */
+static void
+replay_completion(CompleteArgs *args, Jsonb *stored_ids, A2Json *js)
+{
+	uint64		found;
+
+	check_returned_ids(args, stored_ids);
+	if (args->count == 0)
+		return;
+	found = a2_fetch_events_by_ids(args->ids, args->count);
+	if (found != (uint64) args->count)
+		mismatch(args, "A returned event of the completed attempt is missing.");
+	for (int i = 0; i < args->count; i++)
+	{
+		Jsonb	   *cause = a2_make_cause(args->index, args->attempt, 0);
+		bool		isnull;
+		Datum		stored_cause = a2_col(i, A2C_CAUSE, &isnull);
+
+		if (strcmp(a2_col_text(i, A2C_SESSION_ID), args->session_id) != 0 ||
+			isnull ||
+			!DatumGetBool(DirectFunctionCall2(jsonb_eq, stored_cause,
+											  JsonbPGetDatum(cause))))
+			mismatch(args, "A stored returned event does not belong to this attempt.");
+		if (!a2_stored_matches(i, &args->events[i], false))
+			mismatch(args, "A returned event's type, payload or lane differs from the stored one.");
+	}
+	for (int i = 0; i < args->count; i++)
+		a2j_event_row(js, NULL, SPI_tuptable->vals[i], SPI_tuptable->tupdesc, true);
+}
+
+static Jsonb *
+returned_ids_jsonb(CompleteArgs *args)
+{
+	A2Json		js = NULL;
+
+	a2j_begin_array(&js, NULL);
+	for (int i = 0; i < args->count; i++)
+		a2j_string(&js, NULL, args->ids[i]);
+	return JsonbValueToJsonb(a2j_end_array(&js));
+}
+
+/* The completion itself; the parent row is locked and current. */
+static void
+apply_completion(CompleteArgs *args, const char *lane, A2Json *js)
+{
+	Datum		values[5];
+	int64		now_ms;
+	bool		had_pending;
+	Jsonb	   *cause = a2_make_cause(args->index, args->attempt, 0);
+
+	if (args->count > 0)
+	{
+		values[0] = a2_text_array(args->ids, args->count);
+		if (a2_exec(&any_existing_id, values, NULL, false, SPI_OK_SELECT) > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_A2_PARTIAL_DUPLICATE_BATCH),
+					 errmsg("returned event id \"%s\" already exists",
+							a2_col_text(0, 1)),
+					 errdetail("Completing event %lld attempt %d in session \"%s\".",
+							   (long long) args->index, args->attempt,
+							   args->session_id)));
+	}
+
+	now_ms = a2_clock_now_ms();
+	for (int i = 0; i < args->count; i++)
+		args->events[i].cause = cause;
+	a2_insert_events(args->session_id, args->events, args->count, now_ms, js,
+					 &had_pending);
+
+	values[0] = CStringGetTextDatum(args->session_id);
+	values[1] = Int64GetDatum(args->index);
+	values[2] = Int64GetDatum(now_ms);
+	values[3] = Int32GetDatum(args->attempt);
+	values[4] = JsonbPGetDatum(returned_ids_jsonb(args));
+	a2_exec(&mark_processed, values, NULL, false, SPI_OK_UPDATE);
+
+	if (lane != NULL)
+	{
+		values[1] = CStringGetTextDatum(lane);
+		a2_exec(&promote_lane, values, NULL, false, SPI_OK_UPDATE);
+	}
+	a2_release_pins(args->session_id, args->index);
+}
+
+static Jsonb *
+complete_attempt(CompleteArgs *args)
+{
+	MemoryContext caller = a2_spi_begin();
+	A2Json		js = NULL;
+	Datum		values[2];
+	bool		isnull;
+	bool		processed,
+				held,
+				dead;
+	int64		processed_by = -1;
+	int64		attempt_count;
+	Jsonb	   *stored_ids = NULL;
+	char	   *lane;
+	bool		completed;
+	Jsonb	   *result;
+
+	a2_lock_session(args->session_id);
+	values[0] = CStringGetTextDatum(args->session_id);
+	values[1] = Int64GetDatum(args->index);
+	if (a2_exec(&lock_event, values, NULL, false, SPI_OK_SELECT) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_A2_NOT_FOUND),
+				 errmsg("no event at index %lld in session \"%s\"",
+						(long long) args->index, args->session_id)));
+	a2_check_duplicate_ids(args->events, args->count, args->session_id);
+
+	processed = a2_col_bool(0, 1);
+	(void) a2_col(0, 2, &isnull);
+	if (!isnull)
+		processed_by = a2_col_int64(0, 2);
+	{
+		Datum		d = a2_col(0, 3, &isnull);
+
+		if (!isnull)
+			stored_ids = DatumGetJsonbPCopy(d);
+	}
+	attempt_count = a2_col_int64(0, 4);
+	held = a2_col_bool(0, 5);
+	dead = a2_col_bool(0, 6);
+	lane = a2_col_text(0, 7);
+
+	/* processed by this attempt (a retry), or current, held and alive */
+	completed = processed ? processed_by == args->attempt :
+		(attempt_count == args->attempt && held && !dead);
+
+	a2j_begin_object(&js, NULL);
+	a2j_string(&js, "outcome", completed ? "completed" : "superseded");
+	if (completed)
+	{
+		a2j_begin_array(&js, "events");
+		if (processed)
+			replay_completion(args, stored_ids, &js);
+		else
+			apply_completion(args, lane, &js);
+		a2j_end_array(&js);
+	}
+	result = a2j_finish(a2j_end_object(&js), caller);
+	a2_spi_end();
+	return result;
+}
+
+Datum
+a2_complete(PG_FUNCTION_ARGS)
+{
+	CompleteArgs args;
+
+	args.session_id = a2_name_arg(fcinfo, 0, "session_id");
+	args.index = a2_int8_arg(fcinfo, 1, "event_index", 1);
+	args.attempt = (int32) a2_int4_arg(fcinfo, 2, "attempt", 1);
+	if (PG_ARGISNULL(3))
+	{
+		args.events = NULL;
+		args.count = 0;
+	}
+	else
+		args.events = a2_parse_events(PG_GETARG_JSONB_P(3), args.session_id,
+									  true, &args.count);
+	args.ids = palloc(sizeof(char *) * Max(args.count, 1));
+	for (int i = 0; i < args.count; i++)
+		args.ids[i] = args.events[i].id;
+	PG_RETURN_JSONB_P(complete_attempt(&args));
+}

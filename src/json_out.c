@@ -1,0 +1,366 @@
+/*-------------------------------------------------------------------------
+ *
+ * json_out.c
+ *	  jsonb result building for every a2 function.
+ *
+ *	  Results are assembled as a JsonbValue tree with pushJsonbValue() in the
+ *	  SPI procedure context (freed by SPI_finish) and flattened into the
+ *	  caller's context by a2j_finish().  Timestamps are epoch milliseconds
+ *	  written as JavaScript's Date.prototype.toISOString() does.
+ *
+ * IDENTIFICATION
+ *	  src/json_out.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/numeric.h"
+
+#include "json_out.h"
+#include "validate.h"
+
+#define MS_PER_DAY	INT64CONST(86400000)
+
+static void
+push_key(A2Json *js, const char *key)
+{
+	JsonbValue	k;
+
+	if (key == NULL)
+		return;
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	pushJsonbValue(js, WJB_KEY, &k);
+}
+
+static void
+push_value(A2Json *js, const char *key, JsonbValue *v)
+{
+	push_key(js, key);
+	pushJsonbValue(js, key ? WJB_VALUE : WJB_ELEM, v);
+}
+
+void
+a2j_begin_object(A2Json *js, const char *key)
+{
+	push_key(js, key);
+	pushJsonbValue(js, WJB_BEGIN_OBJECT, NULL);
+}
+
+JsonbValue *
+a2j_end_object(A2Json *js)
+{
+	return pushJsonbValue(js, WJB_END_OBJECT, NULL);
+}
+
+void
+a2j_begin_array(A2Json *js, const char *key)
+{
+	push_key(js, key);
+	pushJsonbValue(js, WJB_BEGIN_ARRAY, NULL);
+}
+
+JsonbValue *
+a2j_end_array(A2Json *js)
+{
+	return pushJsonbValue(js, WJB_END_ARRAY, NULL);
+}
+
+void
+a2j_string(A2Json *js, const char *key, const char *value)
+{
+	JsonbValue	v;
+
+	if (value == NULL)
+	{
+		a2j_null(js, key);
+		return;
+	}
+	v.type = jbvString;
+	v.val.string.val = (char *) value;
+	v.val.string.len = strlen(value);
+	push_value(js, key, &v);
+}
+
+void
+a2j_int(A2Json *js, const char *key, int64 value)
+{
+	JsonbValue	v;
+
+	v.type = jbvNumeric;
+	v.val.numeric = int64_to_numeric(value);
+	push_value(js, key, &v);
+}
+
+void
+a2j_bool(A2Json *js, const char *key, bool value)
+{
+	JsonbValue	v;
+
+	v.type = jbvBool;
+	v.val.boolean = value;
+	push_value(js, key, &v);
+}
+
+void
+a2j_null(A2Json *js, const char *key)
+{
+	JsonbValue	v;
+
+	v.type = jbvNull;
+	push_value(js, key, &v);
+}
+
+void
+a2j_iso(A2Json *js, const char *key, int64 epoch_ms)
+{
+	char		buf[32];
+
+	/* pushJsonbValue keeps the pointer, so the text must outlive this frame */
+	a2_format_iso(epoch_ms, buf);
+	a2j_string(js, key, pstrdup(buf));
+}
+
+void
+a2j_jsonb(A2Json *js, const char *key, Jsonb *value)
+{
+	JsonbValue	v;
+
+	if (JB_ROOT_IS_SCALAR(value))
+	{
+		/* a raw scalar is stored as a one-element array: unwrap it */
+		if (!JsonbExtractScalar(&value->root, &v))
+			elog(ERROR, "could not extract jsonb scalar");
+	}
+	else
+	{
+		v.type = jbvBinary;
+		v.val.binary.data = &value->root;
+		v.val.binary.len = VARSIZE(value) - VARHDRSZ;
+	}
+	push_value(js, key, &v);
+}
+
+Jsonb *
+a2j_finish(JsonbValue *root, MemoryContext ctx)
+{
+	MemoryContext old = MemoryContextSwitchTo(ctx);
+	Jsonb	   *result = JsonbValueToJsonb(root);
+
+	MemoryContextSwitchTo(old);
+	return result;
+}
+
+/*
+ * Days since 1970-01-01 to a proleptic Gregorian date, by 400-year eras
+ * (146097 days each), counting years from March so leap days fall last.
+ */
+static void
+civil_from_days(int64 days, int64 *year, int *month, int *day)
+{
+	int64		z = days + 719468;
+	int64		era = (z >= 0 ? z : z - 146096) / 146097;
+	int64		doe = z - era * 146097;
+	int64		yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64		doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64		mp = (5 * doy + 2) / 153;
+
+	*day = (int) (doy - (153 * mp + 2) / 5 + 1);
+	*month = (int) (mp < 10 ? mp + 3 : mp - 9);
+	*year = yoe + era * 400 + (*month <= 2 ? 1 : 0);
+}
+
+void
+a2_format_iso(int64 epoch_ms, char *buf)
+{
+	int64		days = epoch_ms / MS_PER_DAY;
+	int64		rem = epoch_ms % MS_PER_DAY;
+	int64		year;
+	int			month,
+				day;
+	char		ybuf[16];
+
+	if (rem < 0)
+	{
+		rem += MS_PER_DAY;
+		days -= 1;
+	}
+	civil_from_days(days, &year, &month, &day);
+
+	/* toISOString(): four digits in 0..9999, else a sign and six digits */
+	if (year >= 0 && year <= 9999)
+		snprintf(ybuf, sizeof(ybuf), "%04d", (int) year);
+	else
+		snprintf(ybuf, sizeof(ybuf), "%c%06lld", year < 0 ? '-' : '+',
+				 (long long) (year < 0 ? -year : year));
+
+	snprintf(buf, 32, "%s-%02d-%02dT%02d:%02d:%02d.%03dZ",
+			 ybuf, month, day,
+			 (int) (rem / 3600000), (int) (rem / 60000 % 60),
+			 (int) (rem / 1000 % 60), (int) (rem % 1000));
+}
+
+Jsonb *
+a2_make_cause(int64 index, int64 attempt, int64 batch_size)
+{
+	A2Json		js = NULL;
+	JsonbValue *root;
+
+	a2j_begin_object(&js, NULL);
+	a2j_int(&js, "index", index);
+	a2j_int(&js, "attempt", attempt);
+	if (batch_size >= 1)
+		a2j_int(&js, "batchSize", batch_size);
+	root = a2j_end_object(&js);
+	return JsonbValueToJsonb(root);
+}
+
+/* --- event rows ------------------------------------------------------- */
+
+static int64
+col_int(HeapTuple tuple, TupleDesc desc, int col, bool *isnull)
+{
+	Datum		d = SPI_getbinval(tuple, desc, col, isnull);
+
+	if (*isnull)
+		return 0;
+	return TupleDescAttr(desc, col - 1)->atttypid == INT4OID ?
+		DatumGetInt32(d) : DatumGetInt64(d);
+}
+
+static void
+put_int_or_null(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
+				int col)
+{
+	bool		isnull;
+	int64		v = col_int(tuple, desc, col, &isnull);
+
+	if (isnull)
+		a2j_null(js, key);
+	else
+		a2j_int(js, key, v);
+}
+
+static void
+put_iso_or_null(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
+				int col)
+{
+	bool		isnull;
+	int64		v = col_int(tuple, desc, col, &isnull);
+
+	if (isnull)
+		a2j_null(js, key);
+	else
+		a2j_iso(js, key, v);
+}
+
+static void
+put_text_or_null(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
+				 int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tuple, desc, col, &isnull);
+
+	if (isnull)
+		a2j_null(js, key);
+	else
+		a2j_string(js, key, TextDatumGetCString(d));
+}
+
+static void
+put_jsonb_or_null(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
+				  int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tuple, desc, col, &isnull);
+
+	if (isnull)
+		a2j_null(js, key);
+	else
+		a2j_jsonb(js, key, DatumGetJsonbP(d));
+}
+
+/*
+ * A stored cause must be {index >= 1, attempt >= 1[, batchSize >= 1]}, as
+ * the seed's toCause() insists; anything else is a corrupt row (XX001).
+ */
+static void
+put_cause(A2Json *js, HeapTuple tuple, TupleDesc desc)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tuple, desc, A2C_CAUSE, &isnull);
+	Jsonb	   *cause;
+	JsonbValue	f;
+	int64		index,
+				attempt,
+				batch = 0;
+	bool		ok;
+
+	if (isnull)
+	{
+		a2j_null(js, "cause");
+		return;
+	}
+	cause = DatumGetJsonbP(d);
+	ok = JB_ROOT_IS_OBJECT(cause) &&
+		a2_json_field(&cause->root, "index", &f) && a2_json_int64(&f, &index) && index >= 1 &&
+		a2_json_field(&cause->root, "attempt", &f) && a2_json_int64(&f, &attempt) && attempt >= 1;
+	if (ok && a2_json_field(&cause->root, "batchSize", &f))
+		ok = a2_json_int64(&f, &batch) && batch >= 1;
+	if (!ok)
+	{
+		bool		idxnull;
+		int64		idx = col_int(tuple, desc, A2C_IDX, &idxnull);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("stored event %lld of session \"%s\" has an invalid cause",
+						(long long) idx,
+						TextDatumGetCString(SPI_getbinval(tuple, desc, A2C_SESSION_ID, &idxnull))),
+				 errdetail("A cause must be an object with integer index >= 1, attempt >= 1 and optional batchSize >= 1.")));
+	}
+	a2j_begin_object(js, "cause");
+	a2j_int(js, "index", index);
+	a2j_int(js, "attempt", attempt);
+	if (batch >= 1)
+		a2j_int(js, "batchSize", batch);
+	a2j_end_object(js);
+}
+
+void
+a2j_event_row(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
+			  bool full)
+{
+	a2j_begin_object(js, key);
+	put_text_or_null(js, "id", tuple, desc, A2C_EVENT_ID);
+	put_text_or_null(js, "type", tuple, desc, A2C_EVENT_TYPE);
+	put_jsonb_or_null(js, "payload", tuple, desc, A2C_PAYLOAD);
+	put_int_or_null(js, "index", tuple, desc, A2C_IDX);
+	put_text_or_null(js, "sessionId", tuple, desc, A2C_SESSION_ID);
+	put_iso_or_null(js, "createdAt", tuple, desc, A2C_CREATED_AT);
+	if (full)
+	{
+		put_cause(js, tuple, desc);
+		put_text_or_null(js, "lane", tuple, desc, A2C_LANE);
+		put_iso_or_null(js, "processedAt", tuple, desc, A2C_PROCESSED_AT);
+		put_int_or_null(js, "processedByAttempt", tuple, desc, A2C_PROCESSED_BY_ATTEMPT);
+		put_jsonb_or_null(js, "returnedEventIds", tuple, desc, A2C_RETURNED_EVENT_IDS);
+		put_iso_or_null(js, "firstClaimedAt", tuple, desc, A2C_FIRST_CLAIMED_AT);
+		put_iso_or_null(js, "lastClaimedAt", tuple, desc, A2C_LAST_CLAIMED_AT);
+		put_int_or_null(js, "attemptCount", tuple, desc, A2C_ATTEMPT_COUNT);
+		put_int_or_null(js, "failureCount", tuple, desc, A2C_FAILURE_COUNT);
+		put_iso_or_null(js, "lastFailedAt", tuple, desc, A2C_LAST_FAILED_AT);
+		put_int_or_null(js, "lastFailedAttempt", tuple, desc, A2C_LAST_FAILED_ATTEMPT);
+		put_text_or_null(js, "lastError", tuple, desc, A2C_LAST_ERROR);
+		put_iso_or_null(js, "failedAt", tuple, desc, A2C_FAILED_AT);
+		put_text_or_null(js, "claimHolder", tuple, desc, A2C_CLAIM_HOLDER);
+		put_iso_or_null(js, "claimExpiresAt", tuple, desc, A2C_CLAIM_EXPIRES_AT);
+	}
+	a2j_end_object(js);
+}

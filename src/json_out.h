@@ -1,0 +1,91 @@
+/*-------------------------------------------------------------------------
+ *
+ * json_out.h
+ *	  Building the jsonb results: scalar helpers, ISO-8601 timestamps as
+ *	  JavaScript's toISOString() writes them, and StoredEvent / Event
+ *	  objects from a2_events rows selected with A2_EVENT_COLUMNS.
+ *
+ *	  Every helper takes a key: non-NULL pushes a key/value pair into the
+ *	  open object, NULL pushes an element into the open array.
+ *
+ * IDENTIFICATION
+ *	  src/json_out.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef A2_JSON_OUT_H
+#define A2_JSON_OUT_H
+
+#include "access/htup.h"
+#include "access/tupdesc.h"
+#include "utils/jsonb.h"
+
+/*
+ * The select list every event-returning statement starts with, and the
+ * 1-based column numbers in it.
+ */
+#define A2_EVENT_COLUMNS \
+	"e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at, " \
+	"e.cause, e.lane, e.processed_at, e.processed_by_attempt, " \
+	"e.returned_event_ids, e.first_claimed_at, e.last_claimed_at, " \
+	"e.attempt_count, e.failure_count, e.last_failed_at, " \
+	"e.last_failed_attempt, e.last_error, e.failed_at, e.claim_holder, " \
+	"e.claim_expires_at"
+
+typedef enum A2EventCol
+{
+	A2C_SESSION_ID = 1,
+	A2C_IDX,
+	A2C_EVENT_TYPE,
+	A2C_PAYLOAD,
+	A2C_EVENT_ID,
+	A2C_CREATED_AT,
+	A2C_CAUSE,
+	A2C_LANE,
+	A2C_PROCESSED_AT,
+	A2C_PROCESSED_BY_ATTEMPT,
+	A2C_RETURNED_EVENT_IDS,
+	A2C_FIRST_CLAIMED_AT,
+	A2C_LAST_CLAIMED_AT,
+	A2C_ATTEMPT_COUNT,
+	A2C_FAILURE_COUNT,
+	A2C_LAST_FAILED_AT,
+	A2C_LAST_FAILED_ATTEMPT,
+	A2C_LAST_ERROR,
+	A2C_FAILED_AT,
+	A2C_CLAIM_HOLDER,
+	A2C_CLAIM_EXPIRES_AT,
+	A2C_NUM_EVENT_COLS = A2C_CLAIM_EXPIRES_AT
+} A2EventCol;
+
+typedef JsonbParseState *A2Json;	/* the builder being filled */
+
+extern void a2j_begin_object(A2Json *js, const char *key);
+extern JsonbValue *a2j_end_object(A2Json *js);
+extern void a2j_begin_array(A2Json *js, const char *key);
+extern JsonbValue *a2j_end_array(A2Json *js);
+
+extern void a2j_string(A2Json *js, const char *key, const char *value);
+extern void a2j_int(A2Json *js, const char *key, int64 value);
+extern void a2j_bool(A2Json *js, const char *key, bool value);
+extern void a2j_null(A2Json *js, const char *key);
+extern void a2j_iso(A2Json *js, const char *key, int64 epoch_ms);
+extern void a2j_jsonb(A2Json *js, const char *key, Jsonb *value);
+
+/* a StoredEvent (full) or an Event (!full) from a row of A2_EVENT_COLUMNS */
+extern void a2j_event_row(A2Json *js, const char *key, HeapTuple tuple,
+						  TupleDesc desc, bool full);
+
+/*
+ * Close the outermost container (a2j_end_* of the last open one) and
+ * return the jsonb, allocated in `ctx`.
+ */
+extern Jsonb *a2j_finish(JsonbValue *root, MemoryContext ctx);
+
+/* Format epoch milliseconds as YYYY-MM-DDTHH:MM:SS.mmmZ into buf[32]. */
+extern void a2_format_iso(int64 epoch_ms, char *buf);
+
+/* Build {index, attempt[, batchSize]} as jsonb (batch_size < 1: absent). */
+extern Jsonb *a2_make_cause(int64 index, int64 attempt, int64 batch_size);
+
+#endif							/* A2_JSON_OUT_H */

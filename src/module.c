@@ -1,0 +1,50 @@
+/*-------------------------------------------------------------------------
+ *
+ * module.c
+ *	  Library entry point of the a2 extension, and the per-session lock.
+ *
+ *	  Locking (SPEC section 4): one order everywhere -- the session advisory
+ *	  lock first, then event rows in index order, then snapshot rows.  The
+ *	  session lock key is hashtext(session_id) widened to bigint, the key the
+ *	  TypeScript backend takes with pg_advisory_xact_lock(hashtext($1)), so a
+ *	  TypeScript worker and SQL callers serialize against each other.
+ *
+ * IDENTIFICATION
+ *	  src/module.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_collation.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+
+#include "a2.h"
+#include "clock.h"
+#include "notify.h"
+#include "spi_plans.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	a2_clock_define_guc();
+	a2_notify_init();
+	a2_plans_init();
+}
+
+void
+a2_lock_session(const char *session_id)
+{
+	Datum		key;
+
+	key = DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+								  CStringGetTextDatum(session_id));
+	DirectFunctionCall1(pg_advisory_xact_lock_int8,
+						Int64GetDatum((int64) DatumGetInt32(key)));
+}

@@ -1,0 +1,273 @@
+/*-------------------------------------------------------------------------
+ *
+ * presence.c
+ *	  a2_presence_set and a2_presence_read: short-lived per-participant
+ *	  values with field-wise last-writer-wins.
+ *
+ *	  A write whose `at` is older than the stored live `at` loses; ties go to
+ *	  the new write.  A null value deletes the field under the same rule and
+ *	  leaves a tombstone in a2_presence_tombstones -- apart from a2_presence,
+ *	  so a TypeScript reader never sees it -- so an older write arriving
+ *	  later cannot bring the field back.  (The TypeScript backend deletes
+ *	  the row and forgets.)  Expiry is now + ttl_ms on the store clock,
+ *	  never `at`; an expired row or tombstone counts as absent everywhere.
+ *
+ *	  Concurrent writers of one participant serialize on a transaction
+ *	  advisory lock in the two-key space (key 1 = A2_PRESENCE_LOCK_CLASS,
+ *	  key 2 = hashtext(ns || ':' || participant)), which never collides with
+ *	  the one-key session locks.  Without it a delete and an older write
+ *	  could both pass their checks and resurrect the field.
+ *
+ * IDENTIFICATION
+ *	  src/presence.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "a2.h"
+#include "clock.h"
+#include "json_out.h"
+#include "spi_plans.h"
+#include "validate.h"
+
+PG_FUNCTION_INFO_V1(a2_presence_set);
+PG_FUNCTION_INFO_V1(a2_presence_read);
+
+#define A2_PRESENCE_LOCK_CLASS	0x61320050	/* "a2" "P" */
+
+static A2Statement delete_fields = {
+	"WITH win AS ("
+	"  SELECT f.field FROM unnest($3) AS f(field)"
+	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
+	"                      WHERE p.ns = $1 AND p.participant = $2 AND p.field = f.field"
+	"                        AND p.expires_at > $5 AND p.at > $4)"
+	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
+	"                      WHERE t.ns = $1 AND t.participant = $2 AND t.field = f.field"
+	"                        AND t.expires_at > $5 AND t.at > $4)"
+	"), gone AS ("
+	"  DELETE FROM @extschema@.a2_presence p USING win"
+	"   WHERE p.ns = $1 AND p.participant = $2 AND p.field = win.field"
+	") INSERT INTO @extschema@.a2_presence_tombstones"
+	"    (ns, participant, field, at, expires_at)"
+	"  SELECT $1, $2, win.field, $4, $6 FROM win"
+	"  ON CONFLICT (ns, participant, field) DO UPDATE"
+	"    SET at = excluded.at, expires_at = excluded.expires_at",
+	6, {TEXTOID, TEXTOID, TEXTARRAYOID, INT8OID, INT8OID, INT8OID}
+};
+
+static A2Statement set_fields = {
+	"WITH win AS ("
+	"  SELECT f.field, f.value FROM ROWS FROM (unnest($3), unnest($4)) AS f(field, value)"
+	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
+	"                      WHERE p.ns = $1 AND p.participant = $2 AND p.field = f.field"
+	"                        AND p.expires_at > $7 AND p.at > $6)"
+	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
+	"                      WHERE t.ns = $1 AND t.participant = $2 AND t.field = f.field"
+	"                        AND t.expires_at > $7 AND t.at > $6)"
+	"), unburied AS ("
+	"  DELETE FROM @extschema@.a2_presence_tombstones t USING win"
+	"   WHERE t.ns = $1 AND t.participant = $2 AND t.field = win.field"
+	") INSERT INTO @extschema@.a2_presence"
+	"    (ns, participant, field, value, seen, at, expires_at)"
+	"  SELECT $1, $2, win.field, win.value, $5, $6, $8 FROM win"
+	"  ON CONFLICT (ns, participant, field) DO UPDATE"
+	"    SET value = excluded.value, seen = excluded.seen,"
+	"        at = excluded.at, expires_at = excluded.expires_at",
+	8, {TEXTOID, TEXTOID, TEXTARRAYOID, JSONBARRAYOID, INT8OID, INT8OID,
+	INT8OID, INT8OID}
+};
+
+static A2Statement sweep = {
+	"WITH values_swept AS ("
+	"  DELETE FROM @extschema@.a2_presence p WHERE p.ns = $1 AND p.expires_at <= $2"
+	") DELETE FROM @extschema@.a2_presence_tombstones t"
+	"   WHERE t.ns = $1 AND t.expires_at <= $2",
+	2, {TEXTOID, INT8OID}
+};
+
+static A2Statement read_live = {
+	"SELECT p.participant, p.field, p.value, p.seen, p.at, p.expires_at"
+	"  FROM @extschema@.a2_presence p"
+	" WHERE p.ns = $1 AND p.expires_at > $2"
+	" ORDER BY p.participant, p.field",
+	2, {TEXTOID, INT8OID}
+};
+
+typedef struct PresenceWrite
+{
+	char	   *ns;
+	char	   *participant;
+	int64		at_ms;
+	int64		seen;
+	int64		now_ms;
+	int64		expires_ms;
+	int			nset;
+	char	  **set_fields;
+	Jsonb	  **set_values;
+	int			ndel;
+	char	  **del_fields;
+} PresenceWrite;
+
+static void
+lock_participant(const char *ns, const char *participant)
+{
+	char	   *key = psprintf("%s:%s", ns, participant);
+	Datum		hash = DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+											   CStringGetTextDatum(key));
+
+	DirectFunctionCall2(pg_advisory_xact_lock_int4,
+						Int32GetDatum(A2_PRESENCE_LOCK_CLASS), hash);
+}
+
+static void
+presence_write(PresenceWrite *w)
+{
+	Datum		values[8];
+
+	a2_spi_begin();
+	lock_participant(w->ns, w->participant);
+	values[0] = CStringGetTextDatum(w->ns);
+	values[1] = CStringGetTextDatum(w->participant);
+	if (w->ndel > 0)
+	{
+		values[2] = a2_text_array(w->del_fields, w->ndel);
+		values[3] = Int64GetDatum(w->at_ms);
+		values[4] = Int64GetDatum(w->now_ms);
+		values[5] = Int64GetDatum(w->expires_ms);
+		a2_exec(&delete_fields, values, NULL, false, SPI_OK_INSERT);
+	}
+	if (w->nset > 0)
+	{
+		values[2] = a2_text_array(w->set_fields, w->nset);
+		values[3] = a2_jsonb_array(w->set_values, w->nset);
+		values[4] = Int64GetDatum(w->seen);
+		values[5] = Int64GetDatum(w->at_ms);
+		values[6] = Int64GetDatum(w->now_ms);
+		values[7] = Int64GetDatum(w->expires_ms);
+		a2_exec(&set_fields, values, NULL, false, SPI_OK_INSERT);
+	}
+	a2_spi_end();
+}
+
+/* Split `values` into fields to set and fields (null) to delete. */
+static void
+parse_values(Jsonb *values, PresenceWrite *w)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int			n;
+	char	   *field = NULL;
+
+	if (!JB_ROOT_IS_OBJECT(values))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"values\" must be a JSON object")));
+	n = JB_ROOT_COUNT(values);
+	if (n > A2_MAX_LIST_ITEMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"values\" has %d fields; the limit is %d",
+						n, A2_MAX_LIST_ITEMS)));
+	w->set_fields = palloc(sizeof(char *) * Max(n, 1));
+	w->set_values = palloc(sizeof(Jsonb *) * Max(n, 1));
+	w->del_fields = palloc(sizeof(char *) * Max(n, 1));
+	w->nset = w->ndel = 0;
+
+	it = JsonbIteratorInit(&values->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			char		path[64];
+
+			snprintf(path, sizeof(path), "field %d", w->nset + w->ndel);
+			field = a2_json_name_field(&v, "values", NULL, path);
+		}
+		else if (tok == WJB_VALUE)
+		{
+			if (v.type == jbvNull)
+				w->del_fields[w->ndel++] = field;
+			else
+			{
+				w->set_fields[w->nset] = field;
+				w->set_values[w->nset++] = JsonbValueToJsonb(&v);
+			}
+		}
+	}
+}
+
+Datum
+a2_presence_set(PG_FUNCTION_ARGS)
+{
+	PresenceWrite w;
+	int64		ttl_ms;
+
+	w.ns = a2_name_arg(fcinfo, 0, "ns");
+	w.participant = a2_name_arg(fcinfo, 1, "participant");
+	a2_require_arg(fcinfo, 2, "values");
+	a2_require_arg(fcinfo, 3, "at");
+	a2_require_arg(fcinfo, 4, "seen");
+	ttl_ms = a2_int8_arg(fcinfo, 5, "ttl_ms", 0);
+	parse_values(PG_GETARG_JSONB_P(2), &w);
+	w.at_ms = a2_timestamptz_to_ms(PG_GETARG_TIMESTAMPTZ(3), "at");
+	w.seen = PG_GETARG_INT64(4);
+	w.now_ms = a2_clock_now_ms();
+	w.expires_ms = a2_add_ttl(w.now_ms, ttl_ms);
+	if (w.nset + w.ndel > 0)
+		presence_write(&w);
+	PG_RETURN_VOID();
+}
+
+static Jsonb *
+presence_read(const char *ns, int64 now_ms)
+{
+	MemoryContext caller = a2_spi_begin();
+	A2Json		js = NULL;
+	Datum		values[2];
+	uint64		n;
+	Jsonb	   *result;
+
+	values[0] = CStringGetTextDatum(ns);
+	values[1] = Int64GetDatum(now_ms);
+	/* the sweep is housekeeping: skip it where writing is not allowed */
+	if (!XactReadOnly)
+		a2_exec(&sweep, values, NULL, false, SPI_OK_DELETE);
+	n = a2_exec(&read_live, values, NULL, false, SPI_OK_SELECT);
+
+	a2j_begin_array(&js, NULL);
+	for (uint64 r = 0; r < n; r++)
+	{
+		bool		isnull;
+
+		a2j_begin_object(&js, NULL);
+		a2j_string(&js, "participant", a2_col_text(r, 1));
+		a2j_string(&js, "field", a2_col_text(r, 2));
+		a2j_jsonb(&js, "value", DatumGetJsonbP(a2_col(r, 3, &isnull)));
+		a2j_int(&js, "seen", a2_col_int64(r, 4));
+		a2j_iso(&js, "at", a2_col_int64(r, 5));
+		a2j_iso(&js, "expiresAt", a2_col_int64(r, 6));
+		a2j_end_object(&js);
+	}
+	result = a2j_finish(a2j_end_array(&js), caller);
+	a2_spi_end();
+	return result;
+}
+
+Datum
+a2_presence_read(PG_FUNCTION_ARGS)
+{
+	char	   *ns = a2_name_arg(fcinfo, 0, "ns");
+
+	PG_RETURN_JSONB_P(presence_read(ns, a2_clock_now_ms()));
+}

@@ -1,0 +1,313 @@
+/*-------------------------------------------------------------------------
+ *
+ * snapshots.c
+ *	  a2_put_snapshots(session_id, reducer_name, snapshots): write reducer
+ *	  checkpoints with pinning (the 0.8.0 putSnapshots).
+ *
+ *	  Writes apply in index order.  Each pins its checkpoint for every listed
+ *	  event that is still unfinished; the head advances when index >= head
+ *	  (a pinned older head first moves to history, and a history row at the
+ *	  new head's index is dropped); an older write survives in history only
+ *	  when pinned.
+ *
+ *	  Locking: the session lock first, then the pinned event rows FOR SHARE
+ *	  in index order, then snapshot rows.  a2_complete and a2_fail take the
+ *	  same session lock before they release pins, so a pin can never be
+ *	  recorded for an event that has just finished (the race a literal port
+ *	  of the sqlite code has under READ COMMITTED), and no history row
+ *	  outlives every pin on it.  Under REPEATABLE READ the FOR SHARE lock
+ *	  turns the same race into a serialization failure instead.
+ *
+ * IDENTIFICATION
+ *	  src/snapshots.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+#include "a2.h"
+#include "clock.h"
+#include "spi_plans.h"
+#include "validate.h"
+
+PG_FUNCTION_INFO_V1(a2_put_snapshots);
+
+static A2Statement lock_unfinished = {
+	"SELECT e.idx FROM @extschema@.a2_events e"
+	" WHERE e.session_id = $1 AND e.idx = ANY ($2)"
+	"   AND e.processed_at IS NULL AND e.failed_at IS NULL"
+	" ORDER BY e.idx FOR SHARE",
+	2, {TEXTOID, INT8ARRAYOID}
+};
+
+static A2Statement lock_head = {
+	"SELECT s.up_to_index FROM @extschema@.a2_snapshots s"
+	" WHERE s.session_id = $1 AND s.reducer_name = $2 FOR UPDATE",
+	2, {TEXTOID, TEXTOID}
+};
+
+static A2Statement insert_pins = {
+	"INSERT INTO @extschema@.a2_snapshot_pins"
+	"  (session_id, event_index, reducer_name, up_to_index)"
+	" SELECT $1, i.idx, $2, $3 FROM unnest($4) AS i(idx)"
+	" ON CONFLICT DO NOTHING",
+	4, {TEXTOID, TEXTOID, INT8OID, INT8ARRAYOID}
+};
+
+static A2Statement is_pinned = {
+	"SELECT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p"
+	"  WHERE p.session_id = $1 AND p.reducer_name = $2 AND p.up_to_index = $3)",
+	3, {TEXTOID, TEXTOID, INT8OID}
+};
+
+static A2Statement head_to_history = {
+	"INSERT INTO @extschema@.a2_snapshot_history"
+	"  (session_id, reducer_name, up_to_index, state, updated_at)"
+	" SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
+	"   FROM @extschema@.a2_snapshots s"
+	"  WHERE s.session_id = $1 AND s.reducer_name = $2"
+	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
+	"   SET state = excluded.state, updated_at = excluded.updated_at",
+	2, {TEXTOID, TEXTOID}
+};
+
+/* the guard keeps a slower TypeScript writer from moving the head back */
+static A2Statement put_head = {
+	"INSERT INTO @extschema@.a2_snapshots AS s"
+	"  (session_id, reducer_name, up_to_index, state, updated_at)"
+	" VALUES ($1, $2, $3, $4, $5)"
+	" ON CONFLICT (session_id, reducer_name) DO UPDATE"
+	"   SET up_to_index = excluded.up_to_index, state = excluded.state,"
+	"       updated_at = excluded.updated_at"
+	"   WHERE excluded.up_to_index >= s.up_to_index",
+	5, {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
+};
+
+static A2Statement put_history = {
+	"INSERT INTO @extschema@.a2_snapshot_history"
+	"  (session_id, reducer_name, up_to_index, state, updated_at)"
+	" VALUES ($1, $2, $3, $4, $5)"
+	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
+	"   SET state = excluded.state, updated_at = excluded.updated_at",
+	5, {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
+};
+
+static A2Statement drop_history_at = {
+	"DELETE FROM @extschema@.a2_snapshot_history h"
+	" WHERE h.session_id = $1 AND h.reducer_name = $2 AND h.up_to_index = $3",
+	3, {TEXTOID, TEXTOID, INT8OID}
+};
+
+typedef struct SnapshotWrite
+{
+	int			position;		/* in the argument, for a stable sort */
+	int64		index;
+	Jsonb	   *state;
+	int64	   *pins;
+	int			npins;
+} SnapshotWrite;
+
+typedef struct PutContext
+{
+	char	   *session_id;
+	char	   *reducer;
+	SnapshotWrite *writes;
+	int			count;
+	int64	   *unfinished;		/* sorted */
+	int			nunfinished;
+	int64		now_ms;
+} PutContext;
+
+static int
+cmp_write(const void *a, const void *b)
+{
+	const SnapshotWrite *x = a;
+	const SnapshotWrite *y = b;
+
+	if (x->index != y->index)
+		return x->index < y->index ? -1 : 1;
+	return x->position - y->position;
+}
+
+static int
+cmp_int64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+static void
+parse_writes(Jsonb *snapshots, int count, PutContext *ctx)
+{
+	const char *sid = ctx->session_id;
+
+	ctx->writes = palloc0(sizeof(SnapshotWrite) * Max(count, 1));
+	ctx->count = count;
+	for (int i = 0; i < count; i++)
+	{
+		JsonbContainer *obj = a2_json_object_elem(&snapshots->root, i, "snapshots", sid);
+		SnapshotWrite *w = &ctx->writes[i];
+		JsonbValue	f;
+		char		path[64];
+
+		w->position = i;
+		snprintf(path, sizeof(path), "snapshots[%d].index", i);
+		if (!a2_json_field(obj, "index", &f))
+			a2_invalid("snapshots", sid, "%s is required.", path);
+		w->index = a2_json_int_field(&f, 0, "snapshots", sid, path);
+
+		if (getKeyJsonValueFromContainer(obj, "state", 5, &f) == NULL)
+			f.type = jbvNull;
+		w->state = JsonbValueToJsonb(&f);
+
+		if (a2_json_field(obj, "pinEventIndexes", &f))
+		{
+			JsonbContainer *arr;
+			int			n;
+
+			if (f.type != jbvBinary || !JsonContainerIsArray(f.val.binary.data))
+				a2_invalid("snapshots", sid, "snapshots[%d].pinEventIndexes must be an array.", i);
+			arr = f.val.binary.data;
+			n = JsonContainerSize(arr);
+			if (n > A2_MAX_LIST_ITEMS)
+				a2_invalid("snapshots", sid,
+						   "snapshots[%d].pinEventIndexes has %d elements; the limit is %d.",
+						   i, n, A2_MAX_LIST_ITEMS);
+			w->pins = palloc(sizeof(int64) * Max(n, 1));
+			w->npins = n;
+			for (int j = 0; j < n; j++)
+			{
+				snprintf(path, sizeof(path), "snapshots[%d].pinEventIndexes[%d]", i, j);
+				w->pins[j] = a2_json_int_field(getIthJsonbValueFromContainer(arr, j),
+											   1, "snapshots", sid, path);
+			}
+		}
+	}
+}
+
+/* Lock every listed event that is unfinished, in index order. */
+static void
+lock_pinned_events(PutContext *ctx)
+{
+	int			total = 0;
+	int64	   *all;
+	Datum		values[2];
+	uint64		n;
+
+	for (int i = 0; i < ctx->count; i++)
+		total += ctx->writes[i].npins;
+	ctx->nunfinished = 0;
+	ctx->unfinished = NULL;
+	if (total == 0)
+		return;
+	all = palloc(sizeof(int64) * total);
+	total = 0;
+	for (int i = 0; i < ctx->count; i++)
+		for (int j = 0; j < ctx->writes[i].npins; j++)
+			all[total++] = ctx->writes[i].pins[j];
+
+	values[0] = CStringGetTextDatum(ctx->session_id);
+	values[1] = a2_int8_array(all, total);
+	n = a2_exec(&lock_unfinished, values, NULL, false, SPI_OK_SELECT);
+	ctx->unfinished = palloc(sizeof(int64) * Max(n, 1));
+	for (uint64 r = 0; r < n; r++)
+		ctx->unfinished[ctx->nunfinished++] = a2_col_int64(r, 1);
+}
+
+static void
+pin_write(PutContext *ctx, SnapshotWrite *w)
+{
+	int64	   *keep = palloc(sizeof(int64) * Max(w->npins, 1));
+	int			n = 0;
+	Datum		values[4];
+
+	for (int j = 0; j < w->npins; j++)
+		if (bsearch(&w->pins[j], ctx->unfinished, ctx->nunfinished,
+					sizeof(int64), cmp_int64))
+			keep[n++] = w->pins[j];
+	if (n == 0)
+		return;
+	values[0] = CStringGetTextDatum(ctx->session_id);
+	values[1] = CStringGetTextDatum(ctx->reducer);
+	values[2] = Int64GetDatum(w->index);
+	values[3] = a2_int8_array(keep, n);
+	a2_exec(&insert_pins, values, NULL, false, SPI_OK_INSERT);
+}
+
+static bool
+pinned(PutContext *ctx, int64 index)
+{
+	Datum		values[3];
+
+	values[0] = CStringGetTextDatum(ctx->session_id);
+	values[1] = CStringGetTextDatum(ctx->reducer);
+	values[2] = Int64GetDatum(index);
+	a2_exec(&is_pinned, values, NULL, false, SPI_OK_SELECT);
+	return a2_col_bool(0, 1);
+}
+
+static void
+put_snapshots(PutContext *ctx)
+{
+	Datum		values[5];
+	bool		has_head;
+	int64		head = 0;
+
+	a2_spi_begin();
+	a2_lock_session(ctx->session_id);
+	lock_pinned_events(ctx);
+	qsort(ctx->unfinished, ctx->nunfinished, sizeof(int64), cmp_int64);
+	qsort(ctx->writes, ctx->count, sizeof(SnapshotWrite), cmp_write);
+
+	values[0] = CStringGetTextDatum(ctx->session_id);
+	values[1] = CStringGetTextDatum(ctx->reducer);
+	has_head = a2_exec(&lock_head, values, NULL, false, SPI_OK_SELECT) > 0;
+	if (has_head)
+		head = a2_col_int64(0, 1);
+
+	for (int i = 0; i < ctx->count; i++)
+	{
+		SnapshotWrite *w = &ctx->writes[i];
+
+		pin_write(ctx, w);
+		values[2] = Int64GetDatum(w->index);
+		values[3] = JsonbPGetDatum(w->state);
+		values[4] = Int64GetDatum(ctx->now_ms);
+		if (!has_head || w->index >= head)
+		{
+			if (has_head && w->index > head && pinned(ctx, head))
+				a2_exec(&head_to_history, values, NULL, false, SPI_OK_INSERT);
+			a2_exec(&put_head, values, NULL, false, SPI_OK_INSERT);
+			a2_exec(&drop_history_at, values, NULL, false, SPI_OK_DELETE);
+			has_head = true;
+			head = w->index;
+		}
+		else if (pinned(ctx, w->index))
+			a2_exec(&put_history, values, NULL, false, SPI_OK_INSERT);
+	}
+	a2_spi_end();
+}
+
+Datum
+a2_put_snapshots(PG_FUNCTION_ARGS)
+{
+	PutContext	ctx;
+	Jsonb	   *snapshots;
+	int			count;
+
+	ctx.session_id = a2_name_arg(fcinfo, 0, "session_id");
+	ctx.reducer = a2_name_arg(fcinfo, 1, "reducer_name");
+	snapshots = a2_array_arg(fcinfo, 2, "snapshots", &count);
+	parse_writes(snapshots, count, &ctx);
+	ctx.now_ms = a2_clock_now_ms();
+	if (count > 0)
+		put_snapshots(&ctx);
+	PG_RETURN_VOID();
+}

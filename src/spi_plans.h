@@ -1,0 +1,63 @@
+/*-------------------------------------------------------------------------
+ *
+ * spi_plans.h
+ *	  The SPI plan cache.  Each module declares its statements as static
+ *	  A2Statement values; the SQL names the extension's tables as
+ *	  @extschema@.a2_events and is prepared once per backend (SPI_keepplan)
+ *	  on first use.  a2_spi_begin()/a2_spi_end() bracket every operation:
+ *	  they connect SPI and run it under a search_path of pg_catalog alone,
+ *	  so nothing a caller puts on search_path (or in pg_temp) can change
+ *	  what the statements resolve to.
+ *
+ * IDENTIFICATION
+ *	  src/spi_plans.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef A2_SPI_PLANS_H
+#define A2_SPI_PLANS_H
+
+#include "executor/spi.h"
+#include "utils/jsonb.h"
+
+#define A2_MAX_STMT_ARGS	16
+
+typedef struct A2Statement
+{
+	const char *sql;			/* text with @extschema@ placeholders */
+	int			nargs;
+	Oid			argtypes[A2_MAX_STMT_ARGS];
+	/* filled in by the cache */
+	SPIPlanPtr	plan;
+	uint64		generation;
+} A2Statement;
+
+extern void a2_plans_init(void);
+
+/* Connect SPI under a pg_catalog-only search_path; returns the caller's context. */
+extern MemoryContext a2_spi_begin(void);
+extern void a2_spi_end(void);
+
+/*
+ * Execute a statement; errors unless SPI returns `expected`.  Returns
+ * SPI_processed.
+ */
+extern uint64 a2_exec(A2Statement *stmt, Datum *values, const char *nulls,
+					  bool read_only, int expected);
+
+/* Column helpers over SPI_tuptable */
+extern Datum a2_col(uint64 row, int col, bool *isnull);
+extern int64 a2_col_int64(uint64 row, int col);
+extern char *a2_col_text(uint64 row, int col);	/* NULL when SQL NULL */
+extern bool a2_col_bool(uint64 row, int col);
+
+
+
+/* Array parameters (NULL entries become SQL NULL elements). */
+extern Datum a2_text_array(char **values, int count);
+extern Datum a2_jsonb_array(Jsonb **values, int count);
+extern Datum a2_int8_array(int64 *values, int count);
+extern Datum a2_bool_array(bool *values, int count);
+extern Datum a2_int8_array_from_datums(Datum *values, int count);
+
+#endif							/* A2_SPI_PLANS_H */

@@ -1,0 +1,343 @@
+/*-------------------------------------------------------------------------
+ *
+ * validate.c
+ *	  Argument and JSON-shape validation for every a2 function.
+ *
+ *	  SPEC section 5: required NULLs raise 22004; wrong JSON types, empty or
+ *	  oversized names, non-integer or out-of-range numbers, and lists over
+ *	  10,000 elements raise 22023.  A JSON number with a fraction is not an
+ *	  integer, but 2.0 is 2; values beyond bigint are rejected, never wrapped.
+ *	  A JSON null in an optional field means the field is absent.
+ *
+ * IDENTIFICATION
+ *	  src/validate.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/jsonb.h"
+#include "utils/numeric.h"
+
+#include "a2.h"
+#include "json_out.h"
+#include "validate.h"
+
+void
+a2_require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", name)));
+}
+
+void
+a2_invalid(const char *argname, const char *session_id, const char *fmt,...)
+{
+	StringInfoData detail;
+
+	initStringInfo(&detail);
+	for (;;)
+	{
+		va_list		args;
+		int			needed;
+
+		va_start(args, fmt);
+		needed = appendStringInfoVA(&detail, fmt, args);
+		va_end(args);
+		if (needed == 0)
+			break;
+		enlargeStringInfo(&detail, needed);
+	}
+
+	if (session_id)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid \"%s\" for session \"%s\"", argname, session_id),
+				 errdetail_internal("%s", detail.data)));
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid \"%s\"", argname),
+				 errdetail_internal("%s", detail.data)));
+	pg_unreachable();
+}
+
+static void
+check_name(const char *value, size_t len, const char *argname,
+		   const char *session_id, const char *path)
+{
+	if (len == 0)
+		a2_invalid(argname, session_id, "%s must not be empty.", path);
+	if (len > A2_MAX_NAME_BYTES)
+		a2_invalid(argname, session_id,
+				   "%s is %zu bytes long; the limit is %d bytes.",
+				   path, len, A2_MAX_NAME_BYTES);
+}
+
+char *
+a2_name_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	text	   *t;
+
+	a2_require_arg(fcinfo, argno, name);
+	t = PG_GETARG_TEXT_PP(argno);
+	check_name(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), name, NULL, name);
+	return text_to_cstring(t);
+}
+
+void
+a2_check_min(int64 value, int64 min, const char *name)
+{
+	if (value < min)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be at least " INT64_FORMAT
+						", not " INT64_FORMAT, name, min, value)));
+}
+
+int64
+a2_int8_arg(FunctionCallInfo fcinfo, int argno, const char *name, int64 min)
+{
+	int64		v;
+
+	a2_require_arg(fcinfo, argno, name);
+	v = PG_GETARG_INT64(argno);
+	a2_check_min(v, min, name);
+	return v;
+}
+
+int64
+a2_int4_arg(FunctionCallInfo fcinfo, int argno, const char *name, int64 min)
+{
+	int64		v;
+
+	a2_require_arg(fcinfo, argno, name);
+	v = PG_GETARG_INT32(argno);
+	a2_check_min(v, min, name);
+	return v;
+}
+
+Jsonb *
+a2_array_arg(FunctionCallInfo fcinfo, int argno, const char *name, int *count)
+{
+	Jsonb	   *j;
+
+	a2_require_arg(fcinfo, argno, name);
+	j = PG_GETARG_JSONB_P(argno);
+	if (!JB_ROOT_IS_ARRAY(j) || JB_ROOT_IS_SCALAR(j))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be a JSON array", name)));
+	*count = JB_ROOT_COUNT(j);
+	if (*count > A2_MAX_LIST_ITEMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" has %d elements; the limit is %d",
+						name, *count, A2_MAX_LIST_ITEMS)));
+	return j;
+}
+
+bool
+a2_json_int64(const JsonbValue *v, int64 *result)
+{
+	Numeric		num;
+	Numeric		floored;
+
+	if (v->type != jbvNumeric)
+		return false;
+	num = v->val.numeric;
+	if (numeric_is_nan(num) || numeric_is_inf(num))
+		return false;
+	floored = DatumGetNumeric(DirectFunctionCall1(numeric_floor,
+												  NumericGetDatum(num)));
+	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(num),
+										  NumericGetDatum(floored))) != 0)
+		return false;
+	/* PostgreSQL 15 has no soft-error numeric -> int8: range-check first */
+	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(num),
+										  NumericGetDatum(int64_to_numeric(PG_INT64_MAX)))) > 0 ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(num),
+										  NumericGetDatum(int64_to_numeric(PG_INT64_MIN)))) < 0)
+		return false;
+	*result = DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(num)));
+	return true;
+}
+
+bool
+a2_json_field(JsonbContainer *obj, const char *key, JsonbValue *out)
+{
+	if (getKeyJsonValueFromContainer(obj, key, strlen(key), out) == NULL)
+		return false;
+	return out->type != jbvNull;
+}
+
+JsonbContainer *
+a2_json_object_elem(JsonbContainer *arr, int i, const char *argname,
+					const char *session_id)
+{
+	JsonbValue *v = getIthJsonbValueFromContainer(arr, i);
+
+	if (v == NULL || v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		a2_invalid(argname, session_id, "%s[%d] must be a JSON object.", argname, i);
+	return v->val.binary.data;
+}
+
+int64
+a2_json_int_field(JsonbValue *v, int64 min, const char *argname,
+				  const char *session_id, const char *path)
+{
+	int64		result;
+
+	if (!a2_json_int64(v, &result))
+		a2_invalid(argname, session_id, "%s must be an integer within bigint range.", path);
+	if (result < min)
+		a2_invalid(argname, session_id, "%s must be at least " INT64_FORMAT ", not " INT64_FORMAT ".",
+				   path, min, result);
+	return result;
+}
+
+char *
+a2_json_name_field(JsonbValue *v, const char *argname, const char *session_id,
+				   const char *path)
+{
+	if (v->type != jbvString)
+		a2_invalid(argname, session_id, "%s must be a string.", path);
+	check_name(v->val.string.val, v->val.string.len, argname, session_id, path);
+	return pnstrdup(v->val.string.val, v->val.string.len);
+}
+
+/* JSON value (scalar or container) as a standalone jsonb. */
+static Jsonb *
+value_to_jsonb(JsonbValue *v)
+{
+	return JsonbValueToJsonb(v);
+}
+
+static void
+parse_cause(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
+{
+	JsonbContainer *obj;
+	JsonbValue	f;
+	int64		batch = 0;
+	char		path[64];
+
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		a2_invalid("events", session_id, "events[%d].cause must be a JSON object.", i);
+	obj = v->val.binary.data;
+
+	snprintf(path, sizeof(path), "events[%d].cause.index", i);
+	if (!a2_json_field(obj, "index", &f))
+		a2_invalid("events", session_id, "%s is required.", path);
+	ev->cause_index = a2_json_int_field(&f, 1, "events", session_id, path);
+
+	snprintf(path, sizeof(path), "events[%d].cause.attempt", i);
+	if (!a2_json_field(obj, "attempt", &f))
+		a2_invalid("events", session_id, "%s is required.", path);
+	ev->cause_attempt = a2_json_int_field(&f, 1, "events", session_id, path);
+
+	snprintf(path, sizeof(path), "events[%d].cause.batchSize", i);
+	if (a2_json_field(obj, "batchSize", &f))
+		batch = a2_json_int_field(&f, 1, "events", session_id, path);
+
+	ev->cause = a2_make_cause(ev->cause_index, ev->cause_attempt, batch);
+}
+
+A2EventInput *
+a2_parse_events(Jsonb *events, const char *session_id, bool for_complete,
+				int *count)
+{
+	JsonbContainer *arr = &events->root;
+	int			n;
+	A2EventInput *out;
+
+	if (!JB_ROOT_IS_ARRAY(events) || JB_ROOT_IS_SCALAR(events))
+		a2_invalid("events", session_id, "events must be a JSON array.");
+	n = JB_ROOT_COUNT(events);
+	if (n > A2_MAX_LIST_ITEMS)
+		a2_invalid("events", session_id,
+				   "The batch has %d events; the limit is %d.", n, A2_MAX_LIST_ITEMS);
+
+	out = palloc0(sizeof(A2EventInput) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		JsonbContainer *obj = a2_json_object_elem(arr, i, "events", session_id);
+		A2EventInput *ev = &out[i];
+		JsonbValue	f;
+		char		path[64];
+
+		snprintf(path, sizeof(path), "events[%d].id", i);
+		if (a2_json_field(obj, "id", &f))
+			ev->id = a2_json_name_field(&f, "events", session_id, path);
+		else if (for_complete)
+			a2_invalid("events", session_id, "%s is required for returned events.", path);
+
+		if (!a2_json_field(obj, "type", &f) || f.type != jbvString)
+			a2_invalid("events", session_id, "events[%d].type must be a string.", i);
+		ev->type = pnstrdup(f.val.string.val, f.val.string.len);
+
+		if (getKeyJsonValueFromContainer(obj, "payload", 7, &f) != NULL)
+			ev->payload = value_to_jsonb(&f);
+		else
+		{
+			JsonbValue	jnull;
+
+			jnull.type = jbvNull;
+			ev->payload = value_to_jsonb(&jnull);
+		}
+
+		if (a2_json_field(obj, "cause", &f))
+		{
+			if (for_complete)
+				a2_invalid("events", session_id,
+						   "events[%d].cause is not accepted: a2_complete sets it to the completed attempt.", i);
+			parse_cause(&f, ev, session_id, i);
+		}
+
+		snprintf(path, sizeof(path), "events[%d].lane", i);
+		if (a2_json_field(obj, "lane", &f))
+			ev->lane = a2_json_name_field(&f, "events", session_id, path);
+
+		if (a2_json_field(obj, "settled", &f))
+		{
+			if (f.type != jbvBool)
+				a2_invalid("events", session_id, "events[%d].settled must be a boolean.", i);
+			ev->settled = f.val.boolean;
+		}
+	}
+	*count = n;
+	return out;
+}
+
+static int
+cmp_input_ids(const void *a, const void *b)
+{
+	const A2EventInput *x = *(A2EventInput *const *) a;
+	const A2EventInput *y = *(A2EventInput *const *) b;
+
+	return strcmp(x->id, y->id);
+}
+
+void
+a2_check_duplicate_ids(A2EventInput *events, int count, const char *session_id)
+{
+	A2EventInput **with_id = palloc(sizeof(A2EventInput *) * Max(count, 1));
+	int			n = 0;
+
+	for (int i = 0; i < count; i++)
+		if (events[i].id)
+			with_id[n++] = &events[i];
+	qsort(with_id, n, sizeof(A2EventInput *), cmp_input_ids);
+	for (int i = 1; i < n; i++)
+		if (strcmp(with_id[i - 1]->id, with_id[i]->id) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_A2_PARTIAL_DUPLICATE_BATCH),
+					 errmsg("duplicate event id \"%s\" in batch for session \"%s\"",
+							with_id[i]->id, session_id),
+					 errdetail("Each event id may appear once in a batch.")));
+	pfree(with_id);
+}

@@ -1,0 +1,83 @@
+/*-------------------------------------------------------------------------
+ *
+ * validate.h
+ *	  Argument and JSON-shape validation (SPEC section 5).  Everything here
+ *	  runs before an operation writes anything; each failure is an
+ *	  ereport(ERROR) with 22004 (a required NULL) or 22023 (bad shape,
+ *	  number or size).
+ *
+ * IDENTIFICATION
+ *	  src/validate.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef A2_VALIDATE_H
+#define A2_VALIDATE_H
+
+#include "fmgr.h"
+#include "utils/jsonb.h"
+
+/* One element of an append or complete batch, validated and normalized. */
+typedef struct A2EventInput
+{
+	char	   *id;				/* NULL: generate one */
+	char	   *type;
+	Jsonb	   *payload;		/* JSON null when absent */
+	Jsonb	   *cause;			/* normalized {index, attempt[, batchSize]}, or NULL */
+	int64		cause_index;
+	int64		cause_attempt;
+	char	   *lane;			/* NULL: no lane */
+	bool		settled;
+} A2EventInput;
+
+/* Required arguments: NULL raises 22004 naming the argument. */
+extern void a2_require_arg(FunctionCallInfo fcinfo, int argno, const char *name);
+
+/* A required name (session id, holder, ...): non-empty, at most 1024 bytes. */
+extern char *a2_name_arg(FunctionCallInfo fcinfo, int argno, const char *name);
+
+/* A required integer argument >= min (a nullable one: check PG_ARGISNULL first). */
+extern int64 a2_int8_arg(FunctionCallInfo fcinfo, int argno, const char *name, int64 min);
+extern int64 a2_int4_arg(FunctionCallInfo fcinfo, int argno, const char *name, int64 min);
+extern void a2_check_min(int64 value, int64 min, const char *name);
+
+/* A required jsonb argument that must be an array; returns its length. */
+extern Jsonb *a2_array_arg(FunctionCallInfo fcinfo, int argno, const char *name,
+						   int *count);
+
+/* Report a malformed argument: 22023 with a detail naming the JSON path. */
+extern void a2_invalid(const char *argname, const char *session_id,
+					   const char *fmt,...) pg_attribute_printf(3, 4) pg_attribute_noreturn();
+
+/* A JSON number that is an integer (2.0 counts) fitting int64. */
+extern bool a2_json_int64(const JsonbValue *v, int64 *result);
+
+/*
+ * Field lookup in a JSON object: false when absent or JSON null (SPEC: a
+ * null optional field means absent).
+ */
+extern bool a2_json_field(JsonbContainer *obj, const char *key, JsonbValue *out);
+
+/* Element i of a JSON array, which must be an object (else 22023). */
+extern JsonbContainer *a2_json_object_elem(JsonbContainer *arr, int i,
+										   const char *argname,
+										   const char *session_id);
+
+/* Integer / name fields with range checks; `path` names them in errors. */
+extern int64 a2_json_int_field(JsonbValue *v, int64 min, const char *argname,
+							   const char *session_id, const char *path);
+extern char *a2_json_name_field(JsonbValue *v, const char *argname,
+								const char *session_id, const char *path);
+
+/*
+ * Validate an append (for_complete = false) or complete batch.  Returns a
+ * palloc'd array of *count inputs.
+ */
+extern A2EventInput *a2_parse_events(Jsonb *events, const char *session_id,
+									 bool for_complete, int *count);
+
+/* Fail with Z2001 if two inputs carry the same id. */
+extern void a2_check_duplicate_ids(A2EventInput *events, int count,
+								   const char *session_id);
+
+#endif							/* A2_VALIDATE_H */
