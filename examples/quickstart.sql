@@ -1,0 +1,129 @@
+-- a2 quickstart: a worked example of the whole protocol, end to end.
+-- Run by scripts/demo.sh against a fresh database with CREATE EXTENSION a2.
+\set ON_ERROR_STOP 1
+\pset footer off
+SET client_min_messages = warning;
+
+-- The store clock is pinned so the output is the same on every run;
+-- leave a2.now empty in production (the wall clock).
+SET a2.now = '2026-01-01T09:00:00.000Z';
+
+\echo
+\echo '== 1. Append events to two sessions (index assignment is dense per session)'
+SELECT e->>'index' AS index, e->>'id' AS id, e->>'type' AS type,
+       coalesce(e->>'lane', '-') AS lane, e->>'createdAt' AS created_at
+  FROM jsonb_array_elements(a2_append('order-42', '[
+         {"id": "o42-placed",  "type": "order.placed",  "payload": {"sku": "tea", "qty": 2}, "lane": "payments"},
+         {"id": "o42-gift",    "type": "gift.note",     "payload": {"text": "happy birthday"}},
+         {"id": "o42-charge2", "type": "order.changed", "payload": {"qty": 3}, "lane": "payments"}
+       ]')->'events') AS e;
+
+SELECT e->>'index' AS index, e->>'id' AS id, e->>'type' AS type
+  FROM jsonb_array_elements(a2_append('order-43', '[
+         {"id": "o43-placed", "type": "order.placed", "payload": {"sku": "coffee", "qty": 1}}
+       ]')->'events') AS e;
+
+\echo
+\echo '== 2. Idempotent replay: the same batch again returns the stored events and writes nothing'
+SELECT a2_append('order-43', '[{"id": "o43-placed", "type": "order.placed", "payload": {"sku": "coffee", "qty": 1}}]')
+         #>> '{events,0,index}' AS replayed_index,
+       (SELECT count(*) FROM a2_events WHERE session_id = 'order-43') AS rows_in_session;
+
+\echo
+\echo '== 3. A worker claims everything eligible (event 3 waits behind event 1 in lane "payments")'
+SELECT r->>'outcome' AS outcome,
+       (SELECT string_agg(e->>'index' || ':' || (e->>'attemptCount'), ', ')
+          FROM jsonb_array_elements(r->'events') e) AS "index:attempt",
+       r#>>'{events,0,claimExpiresAt}' AS lease_expires
+  FROM a2_claim('order-42', 'worker-1', 30000) AS r;
+
+\echo
+\echo '== 4. A second worker finds nothing to do until the first lease expires'
+SELECT a2_claim('order-42', 'worker-2', 30000) AS second_claim;
+
+\echo
+\echo '== 5. worker-1 renews its leases for another minute'
+SELECT a2_renew('order-42', 'worker-1', '[{"index": 1, "attempt": 1}, {"index": 2, "attempt": 1}]', 60000) AS renew;
+
+\echo
+\echo '== 6. A reducer checkpoint is written, pinned by in-flight event 1'
+\o /dev/null
+SELECT a2_put_snapshots('order-42', 'order-total', '[
+         {"index": 1, "state": {"total": 2}, "pinEventIndexes": [1]},
+         {"index": 2, "state": {"total": 2, "gift": true}}
+       ]');
+\o
+SELECT up_to_index, state, 'head' AS kind FROM a2_snapshots WHERE session_id = 'order-42'
+UNION ALL
+SELECT up_to_index, state, 'history, pinned by event ' || (SELECT string_agg(event_index::text, ',') FROM a2_snapshot_pins p
+                                                            WHERE p.session_id = h.session_id AND p.up_to_index = h.up_to_index)
+  FROM a2_snapshot_history h WHERE session_id = 'order-42'
+ORDER BY 1;
+
+\echo
+\echo '== 7. Reading state under a bound selects the pinned checkpoint plus the tail after it'
+SELECT r->'headIndex' AS head_index, r->'snapshot' AS snapshot,
+       (SELECT string_agg(e->>'index', ',') FROM jsonb_array_elements(r->'events') e) AS tail
+  FROM a2_read_state('order-42', 'order-total', 3, 1) AS r;
+
+\echo
+\echo '== 8. The handler for event 1 writes its own row and completes in ONE transaction'
+CREATE TABLE shipments (order_id text PRIMARY KEY, sku text, qty int);
+BEGIN;
+INSERT INTO shipments VALUES ('order-42', 'tea', 2);
+SELECT r->>'outcome' AS outcome,
+       (SELECT string_agg(e->>'index' || ' ' || (e->>'type') || ' cause=' || (e->>'cause'), '; ')
+          FROM jsonb_array_elements(r->'events') e) AS returned_events
+  FROM a2_complete('order-42', 1, 1, '[{"id": "o42-paid", "type": "payment.captured", "payload": {"amount": 7.5}, "settled": true}]') AS r;
+COMMIT;
+SELECT * FROM shipments;
+
+\echo
+\echo '   completion released the pin, collected the history row, and promoted event 3 in lane "payments":'
+SELECT (SELECT count(*) FROM a2_snapshot_history WHERE session_id = 'order-42') AS history_rows,
+       (SELECT count(*) FROM a2_snapshot_pins WHERE session_id = 'order-42') AS pins,
+       (SELECT lane_ready FROM a2_events WHERE session_id = 'order-42' AND idx = 3) AS event_3_ready;
+
+\echo
+\echo '== 9. Completing the same attempt again is an idempotent retry'
+SELECT a2_complete('order-42', 1, 1, '[{"id": "o42-paid", "type": "payment.captured", "payload": {"amount": 7.5}, "settled": true}]')
+         #>> '{events,0,index}' AS same_child_index;
+
+\echo
+\echo '== 10. Event 3 fails twice and is dead-lettered (max_failures = 2); its lane stays blocked'
+SELECT a2_claim('order-42', 'worker-1', 30000)->>'outcome' AS claim;
+SELECT a2_fail('order-42', 3, 1, 'card declined', 2) AS first_failure;
+SELECT a2_claim('order-42', 'worker-1', 30000) #>> '{events,0,attemptCount}' AS reclaimed_attempt;
+SELECT a2_fail('order-42', 3, 2, 'card declined again', 2) AS second_failure;
+
+\echo
+\echo '== 11. The stale attempt 1 of event 3 can no longer append caused events'
+\set VERBOSITY terse
+\set ON_ERROR_STOP 0
+SELECT a2_append('order-42', '[{"type": "late", "cause": {"index": 3, "attempt": 1}}]');
+\set ON_ERROR_STOP 1
+
+\echo
+\echo '== 12. Event 2 completes; a lease that expired unclaimed can still complete (fenced by attempt)'
+SET a2.now = '2026-01-01T10:00:00.000Z';
+SELECT a2_complete('order-42', 2, 1)->>'outcome' AS event_2;
+SELECT a2_claim('order-42', 'worker-1', 30000) AS nothing_left;
+
+\echo
+\echo '== 13. The whole log of order-42'
+SELECT e->>'index' AS index, e->>'type' AS type, coalesce(e->>'lane', '-') AS lane,
+       e->>'attemptCount' AS attempts, e->>'failureCount' AS failures,
+       CASE WHEN e->>'processedAt' IS NOT NULL THEN 'processed'
+            WHEN e->>'failedAt' IS NOT NULL THEN 'dead-lettered: ' || (e->>'lastError')
+            ELSE 'pending' END AS status
+  FROM jsonb_array_elements(a2_read('order-42')) AS e;
+
+\echo
+\echo '== 14. Presence: last writer wins per field, with a TTL on the store clock'
+\o /dev/null
+SELECT a2_presence_set('room-1', 'alice', '{"cursor": 10, "typing": true}', '2026-01-01T10:00:00Z', 1, 5000);
+SELECT a2_presence_set('room-1', 'alice', '{"cursor": 3}', '2026-01-01T09:59:00Z', 2, 5000);  -- older: loses
+SELECT a2_presence_set('room-1', 'alice', '{"typing": null}', '2026-01-01T10:00:01Z', 3, 5000); -- deletes
+\o
+SELECT p->>'participant' AS participant, p->>'field' AS field, p->'value' AS value, p->>'expiresAt' AS expires_at
+  FROM jsonb_array_elements(a2_presence_read('room-1')) AS p;
