@@ -373,15 +373,20 @@ check_fence(const char *session_id, A2EventInput *events, int count)
 			if (a2_col_int64(r, 1) != ev->cause_index)
 				continue;
 			matched = true;
-			if (a2_col_int64(r, 2) != ev->cause_attempt || a2_col_bool(r, 3))
+			if (a2_col_bool(r, 3))
 				ereport(ERROR,
 						(errcode(ERRCODE_A2_SUPERSEDED_ATTEMPT),
 						 errmsg("attempt %lld no longer owns event %lld in session \"%s\"",
 								(long long) ev->cause_attempt,
 								(long long) ev->cause_index, session_id),
-						 errdetail(a2_col_bool(r, 3) ?
-								   "The event was dead-lettered." :
-								   "The event's current attempt is %lld.",
+						 errdetail("The event was dead-lettered.")));
+			if (a2_col_int64(r, 2) != ev->cause_attempt)
+				ereport(ERROR,
+						(errcode(ERRCODE_A2_SUPERSEDED_ATTEMPT),
+						 errmsg("attempt %lld no longer owns event %lld in session \"%s\"",
+								(long long) ev->cause_attempt,
+								(long long) ev->cause_index, session_id),
+						 errdetail("The event's current attempt is %lld.",
 								   (long long) a2_col_int64(r, 2))));
 			break;
 		}
