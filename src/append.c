@@ -36,33 +36,53 @@
 
 PG_FUNCTION_INFO_V1(a2_append);
 
-static A2Statement session_status = {
-	"SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e"
-	"                  WHERE e.session_id = $1 ORDER BY e.idx DESC LIMIT 1), 0),"
-	"       EXISTS (SELECT 1 FROM @extschema@.a2_events e"
+static A2Statement session_pending = {
+	"SELECT EXISTS (SELECT 1 FROM @extschema@.a2_events e"
 	"                WHERE e.session_id = $1 AND e.processed_at IS NULL)",
 	1, {TEXTOID}
 };
 
-static A2Statement blocked_lanes = {
-	"SELECT DISTINCT e.lane FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.lane = ANY ($2) AND e.processed_at IS NULL",
-	2, {TEXTOID, TEXTARRAYOID}
+
+/*
+ * One statement: read the session's greatest index and whether it has an
+ * unprocessed event, then insert the batch after it.  An event with a lane
+ * is lane-ready when no unprocessed event of that lane exists already and
+ * no earlier unsettled event of the batch has it ($11, computed in C).  The
+ * subqueries see the statement's snapshot, i.e. the log before the insert.
+ */
+static A2Statement insert_batch = {
+	"WITH st AS MATERIALIZED ("
+	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e"
+	"                    WHERE e.session_id = $1 ORDER BY e.idx DESC LIMIT 1), 0) AS base,"
+	"         EXISTS (SELECT 1 FROM @extschema@.a2_events e"
+	"                  WHERE e.session_id = $1 AND e.processed_at IS NULL) AS pending"
+	"), ins AS ("
+	"  INSERT INTO @extschema@.a2_events"
+	"    (session_id, idx, event_type, payload, event_id, created_at,"
+	"     cause, lane, lane_ready, processed_at)"
+	"  SELECT $1, st.base + i.ord, i.event_type, i.payload, i.event_id, $2,"
+	"         i.cause, i.lane,"
+	"         i.lane IS NULL OR (NOT i.batch_blocked AND NOT EXISTS ("
+	"           SELECT 1 FROM @extschema@.a2_events p"
+	"            WHERE p.session_id = $1 AND p.lane = i.lane AND p.processed_at IS NULL)),"
+	"         CASE WHEN i.settled THEN $2 END"
+	"    FROM st, ROWS FROM (unnest($3), unnest($4), unnest($5), unnest($6),"
+	"                        unnest($7), unnest($8), unnest($9)) WITH ORDINALITY"
+	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, ord)"
+	"  ON CONFLICT (event_id) DO NOTHING"
+	"  RETURNING 1"
+	") SELECT st.base, st.pending, (SELECT count(*) FROM ins) FROM st",
+	9, {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID,
+	JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID}
 };
 
-static A2Statement insert_batch = {
-	"INSERT INTO @extschema@.a2_events"
-	"  (session_id, idx, event_type, payload, event_id, created_at,"
-	"   cause, lane, lane_ready, processed_at)"
-	" SELECT $1, $2 + i.ord, i.event_type, i.payload, i.event_id, $3,"
-	"        i.cause, i.lane, i.lane_ready, CASE WHEN i.settled THEN $3 END"
-	"   FROM ROWS FROM (unnest($4), unnest($5), unnest($6), unnest($7),"
-	"                   unnest($8), unnest($9), unnest($10)) WITH ORDINALITY"
-	"        AS i(event_type, payload, event_id, cause, lane, lane_ready, settled, ord)"
-	" ON CONFLICT (event_id) DO NOTHING",
-	10, {TEXTOID, INT8OID, INT8OID, TEXTARRAYOID, JSONBARRAYOID,
-		TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID,
-	BOOLARRAYOID}
+/* the first batch id stored by someone else (not by the insert just run) */
+static A2Statement find_existing_id = {
+	"SELECT e.event_id FROM unnest($1) WITH ORDINALITY AS i(id, ord)"
+	"  JOIN @extschema@.a2_events e ON e.event_id = i.id"
+	" WHERE NOT (e.session_id = $2 AND e.idx > $3)"
+	" ORDER BY i.ord LIMIT 1",
+	3, {TEXTARRAYOID, TEXTOID, INT8OID}
 };
 
 static A2Statement events_by_ids = {
@@ -86,8 +106,8 @@ a2_session_has_pending(const char *session_id)
 {
 	Datum		values[1] = {CStringGetTextDatum(session_id)};
 
-	a2_exec(&session_status, values, NULL, false, SPI_OK_SELECT);
-	return a2_col_bool(0, 2);
+	a2_exec(&session_pending, values, NULL, false, SPI_OK_SELECT);
+	return a2_col_bool(0, 1);
 }
 
 uint64
@@ -149,39 +169,52 @@ generate_event_id(void)
 					b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-/* The batch's distinct lanes that already have an unprocessed event. */
-static List *
-find_blocked_lanes(const char *session_id, A2EventInput *events, int count)
+typedef struct LaneSlot
 {
-	char	  **lanes = palloc(sizeof(char *) * count);
-	int			nlanes = 0;
-	Datum		values[2];
-	List	   *blocked = NIL;
-	uint64		n;
+	const char *lane;
+	int			pos;
+} LaneSlot;
 
-	for (int i = 0; i < count; i++)
-		if (events[i].lane)
-			lanes[nlanes++] = events[i].lane;
-	if (nlanes == 0)
-		return NIL;
+static int
+cmp_lane_slot(const void *a, const void *b)
+{
+	const LaneSlot *x = a;
+	const LaneSlot *y = b;
+	int			c = strcmp(x->lane, y->lane);
 
-	values[0] = CStringGetTextDatum(session_id);
-	values[1] = a2_text_array(lanes, nlanes);
-	n = a2_exec(&blocked_lanes, values, NULL, false, SPI_OK_SELECT);
-	for (uint64 r = 0; r < n; r++)
-		blocked = lappend(blocked, a2_col_text(r, 1));
-	return blocked;
+	return c != 0 ? c : x->pos - y->pos;
 }
 
-static bool
-lane_in(List *lanes, const char *lane)
+/*
+ * blocked[i]: an earlier unsettled event of the batch has event i's lane.
+ * Sorting by (lane, position) keeps this O(n log n) for large batches.
+ */
+static void
+batch_blocked_lanes(A2EventInput *events, int count, bool *blocked)
 {
-	ListCell   *lc;
+	LaneSlot   *slots = palloc(sizeof(LaneSlot) * Max(count, 1));
+	int			n = 0;
 
-	foreach(lc, lanes)
-		if (strcmp((char *) lfirst(lc), lane) == 0)
-			return true;
-	return false;
+	for (int i = 0; i < count; i++)
+	{
+		blocked[i] = false;
+		if (events[i].lane)
+		{
+			slots[n].lane = events[i].lane;
+			slots[n].pos = i;
+			n++;
+		}
+	}
+	qsort(slots, n, sizeof(LaneSlot), cmp_lane_slot);
+	for (int k = 0; k < n; k++)
+	{
+		bool		same_lane = k > 0 && strcmp(slots[k - 1].lane, slots[k].lane) == 0;
+
+		/* carry "blocked" along the lane's group, set by unsettled events */
+		blocked[slots[k].pos] = same_lane &&
+			(blocked[slots[k - 1].pos] || !events[slots[k - 1].pos].settled);
+	}
+	pfree(slots);
 }
 
 static void
@@ -223,28 +256,17 @@ void
 a2_insert_events(const char *session_id, A2EventInput *events, int count,
 				 int64 now_ms, A2Json *js, bool *had_pending)
 {
-	Datum		values[10];
+	Datum		values[9];
 	int64		base;
-	List	   *blocked;
 	char	  **types = palloc(sizeof(char *) * count);
 	char	  **ids = palloc(sizeof(char *) * count);
 	char	  **lanes = palloc(sizeof(char *) * count);
 	Jsonb	  **payloads = palloc(sizeof(Jsonb *) * count);
 	Jsonb	  **causes = palloc(sizeof(Jsonb *) * count);
-	bool	   *ready = palloc(sizeof(bool) * count);
+	bool	   *blocked = palloc(sizeof(bool) * count);
 	bool	   *settled = palloc(sizeof(bool) * count);
-	uint64		inserted;
 
-	values[0] = CStringGetTextDatum(session_id);
-	a2_exec(&session_status, values, NULL, false, SPI_OK_SELECT);
-	base = a2_col_int64(0, 1);
-	*had_pending = a2_col_bool(0, 2);
-
-	/*
-	 * An event is lane-ready when its lane has no unprocessed event; earlier
-	 * unsettled events of this batch count.
-	 */
-	blocked = find_blocked_lanes(session_id, events, count);
+	batch_blocked_lanes(events, count, blocked);
 	for (int i = 0; i < count; i++)
 	{
 		A2EventInput *ev = &events[i];
@@ -257,27 +279,38 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 		payloads[i] = ev->payload;
 		causes[i] = ev->cause;
 		settled[i] = ev->settled;
-		ready[i] = ev->lane == NULL || !lane_in(blocked, ev->lane);
-		if (ev->lane != NULL && !ev->settled && ready[i])
-			blocked = lappend(blocked, ev->lane);
 	}
 
-	values[1] = Int64GetDatum(base);
-	values[2] = Int64GetDatum(now_ms);
-	values[3] = a2_text_array(types, count);
-	values[4] = a2_jsonb_array(payloads, count);
-	values[5] = a2_text_array(ids, count);
-	values[6] = a2_jsonb_array(causes, count);
-	values[7] = a2_text_array(lanes, count);
-	values[8] = a2_bool_array(ready, count);
-	values[9] = a2_bool_array(settled, count);
-	inserted = a2_exec(&insert_batch, values, NULL, false, SPI_OK_INSERT);
-	if (inserted != (uint64) count)
+	values[0] = CStringGetTextDatum(session_id);
+	values[1] = Int64GetDatum(now_ms);
+	values[2] = a2_text_array(types, count);
+	values[3] = a2_jsonb_array(payloads, count);
+	values[4] = a2_text_array(ids, count);
+	values[5] = a2_jsonb_array(causes, count);
+	values[6] = a2_text_array(lanes, count);
+	values[7] = a2_bool_array(blocked, count);
+	values[8] = a2_bool_array(settled, count);
+	a2_exec_latest(&insert_batch, values, NULL, SPI_OK_SELECT);
+	base = a2_col_int64(0, 1);
+	*had_pending = a2_col_bool(0, 2);
+
+	/*
+	 * A row skipped by ON CONFLICT means another transaction committed (or
+	 * we waited for it to commit) an event with one of these ids.
+	 */
+	if (a2_col_int64(0, 3) != count)
+	{
+		char	   *taken;
+		Datum		find[3] = {values[4], values[0], Int64GetDatum(base)};
+
+		a2_exec_latest(&find_existing_id, find, NULL, SPI_OK_SELECT);
+		taken = SPI_processed > 0 ? a2_col_text(0, 1) : "?";
 		ereport(ERROR,
 				(errcode(ERRCODE_A2_PARTIAL_DUPLICATE_BATCH),
-				 errmsg("event id already exists while appending to session \"%s\"",
-						session_id),
-				 errdetail("Another transaction stored an event with one of the batch's ids first.")));
+				 errmsg("event id \"%s\" already exists", taken),
+				 errdetail("Appending to session \"%s\"; an event with this id was stored first.",
+						   session_id)));
+	}
 
 	for (int i = 0; i < count; i++)
 		put_new_event(js, session_id, base + 1 + i, &events[i], now_ms);

@@ -43,33 +43,36 @@ PG_FUNCTION_INFO_V1(a2_complete);
 static A2Statement lock_event = {
 	"SELECT e.processed_at IS NOT NULL, e.processed_by_attempt,"
 	"       e.returned_event_ids, e.attempt_count,"
-	"       e.claim_holder IS NOT NULL, e.failed_at IS NOT NULL, e.lane"
+	"       e.claim_holder IS NOT NULL, e.failed_at IS NOT NULL"
 	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id = $1 AND e.idx = $2 FOR UPDATE",
 	2, {TEXTOID, INT8OID}
 };
 
-static A2Statement any_existing_id = {
-	"SELECT e.event_id FROM @extschema@.a2_events e"
-	" WHERE e.event_id = ANY ($1) LIMIT 1",
-	1, {TEXTARRAYOID}
-};
-
-static A2Statement mark_processed = {
-	"UPDATE @extschema@.a2_events e SET"
-	"  processed_at = $3, processed_by_attempt = $4, returned_event_ids = $5,"
-	"  lane_ready = false, claim_holder = NULL, claim_expires_at = NULL"
-	" WHERE e.session_id = $1 AND e.idx = $2",
+/*
+ * Mark the event processed, make the oldest other unprocessed event of its
+ * lane lane-ready, and release its snapshot pins, collecting history rows
+ * no other pin references.  All CTEs see the snapshot taken before this
+ * statement, so the parent (still unprocessed there) and its own pins are
+ * excluded explicitly.  The children were inserted by an earlier statement
+ * and are visible.
+ */
+static A2Statement finish_event = {
+	"WITH done AS ("
+	"  UPDATE @extschema@.a2_events e SET"
+	"    processed_at = $3, processed_by_attempt = $4, returned_event_ids = $5,"
+	"    lane_ready = false, claim_holder = NULL, claim_expires_at = NULL"
+	"   WHERE e.session_id = $1 AND e.idx = $2"
+	"  RETURNING e.lane"
+	"), promoted AS ("
+	"  UPDATE @extschema@.a2_events e SET lane_ready = true"
+	"   WHERE e.session_id = $1 AND NOT e.lane_ready AND e.idx = ("
+	"     SELECT p.idx FROM @extschema@.a2_events p, done"
+	"      WHERE p.session_id = $1 AND p.lane = done.lane"
+	"        AND p.processed_at IS NULL AND p.idx <> $2"
+	"      ORDER BY p.idx LIMIT 1)"
+	"), " A2_RELEASE_PINS_SQL,
 	5, {TEXTOID, INT8OID, INT8OID, INT4OID, JSONBOID}
-};
-
-static A2Statement promote_lane = {
-	"UPDATE @extschema@.a2_events e SET lane_ready = true"
-	" WHERE e.session_id = $1 AND NOT e.lane_ready AND e.idx = ("
-	"   SELECT p.idx FROM @extschema@.a2_events p"
-	"    WHERE p.session_id = $1 AND p.lane = $2 AND p.processed_at IS NULL"
-	"    ORDER BY p.idx LIMIT 1)",
-	2, {TEXTOID, TEXTOID}
 };
 
 typedef struct CompleteArgs
@@ -153,45 +156,26 @@ returned_ids_jsonb(CompleteArgs *args)
 
 /* The completion itself; the parent row is locked and current. */
 static void
-apply_completion(CompleteArgs *args, const char *lane, A2Json *js)
+apply_completion(CompleteArgs *args, A2Json *js)
 {
 	Datum		values[5];
-	int64		now_ms;
+	int64		now_ms = a2_clock_now_ms();
 	bool		had_pending;
 	Jsonb	   *cause = a2_make_cause(args->index, args->attempt, 0);
 
-	if (args->count > 0)
-	{
-		values[0] = a2_text_array(args->ids, args->count);
-		if (a2_exec(&any_existing_id, values, NULL, false, SPI_OK_SELECT) > 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_A2_PARTIAL_DUPLICATE_BATCH),
-					 errmsg("returned event id \"%s\" already exists",
-							a2_col_text(0, 1)),
-					 errdetail("Completing event %lld attempt %d in session \"%s\".",
-							   (long long) args->index, args->attempt,
-							   args->session_id)));
-	}
-
-	now_ms = a2_clock_now_ms();
+	/* children first: the parent is still unprocessed, blocking its lane */
 	for (int i = 0; i < args->count; i++)
 		args->events[i].cause = cause;
-	a2_insert_events(args->session_id, args->events, args->count, now_ms, js,
-					 &had_pending);
+	if (args->count > 0)
+		a2_insert_events(args->session_id, args->events, args->count, now_ms,
+						 js, &had_pending);
 
 	values[0] = CStringGetTextDatum(args->session_id);
 	values[1] = Int64GetDatum(args->index);
 	values[2] = Int64GetDatum(now_ms);
 	values[3] = Int32GetDatum(args->attempt);
 	values[4] = JsonbPGetDatum(returned_ids_jsonb(args));
-	a2_exec(&mark_processed, values, NULL, false, SPI_OK_UPDATE);
-
-	if (lane != NULL)
-	{
-		values[1] = CStringGetTextDatum(lane);
-		a2_exec(&promote_lane, values, NULL, false, SPI_OK_UPDATE);
-	}
-	a2_release_pins(args->session_id, args->index);
+	a2_exec_latest(&finish_event, values, NULL, SPI_OK_DELETE);
 }
 
 static Jsonb *
@@ -207,7 +191,6 @@ complete_attempt(CompleteArgs *args)
 	int64		processed_by = -1;
 	int64		attempt_count;
 	Jsonb	   *stored_ids = NULL;
-	char	   *lane;
 	bool		completed;
 	Jsonb	   *result;
 
@@ -234,7 +217,6 @@ complete_attempt(CompleteArgs *args)
 	attempt_count = a2_col_int64(0, 4);
 	held = a2_col_bool(0, 5);
 	dead = a2_col_bool(0, 6);
-	lane = a2_col_text(0, 7);
 
 	/* processed by this attempt (a retry), or current, held and alive */
 	completed = processed ? processed_by == args->attempt :
@@ -248,7 +230,7 @@ complete_attempt(CompleteArgs *args)
 		if (processed)
 			replay_completion(args, stored_ids, &js);
 		else
-			apply_completion(args, lane, &js);
+			apply_completion(args, &js);
 		a2j_end_array(&js);
 	}
 	result = a2j_finish(a2j_end_object(&js), caller);

@@ -111,14 +111,12 @@ fail_attempt(FailArgs *args)
 			a2_release_pins(args->session_id, args->index);
 		outcome = dead_letter ? "dead_lettered" : "failed";
 	}
-	else if (processed || attempt_count != args->attempt)
-		outcome = "superseded";
-	else if (dead)
+	else if (!processed && attempt_count == args->attempt && dead)
 		outcome = "dead_lettered";
-	else if (!held && failed_by_this)
+	else if (!processed && attempt_count == args->attempt && !held && failed_by_this)
 		outcome = "failed";		/* the same attempt failed before */
 	else
-		outcome = "superseded";
+		outcome = "superseded"; /* processed, or another attempt */
 
 	a2j_begin_object(&js, NULL);
 	a2j_string(&js, "outcome", outcome);

@@ -24,16 +24,7 @@
 #include "spi_plans.h"
 
 static A2Statement release_pins = {
-	"WITH released AS ("
-	"  DELETE FROM @extschema@.a2_snapshot_pins p"
-	"   WHERE p.session_id = $1 AND p.event_index = $2"
-	") DELETE FROM @extschema@.a2_snapshot_history h"
-	"   WHERE h.session_id = $1"
-	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p"
-	"                      WHERE p.session_id = h.session_id"
-	"                        AND p.reducer_name = h.reducer_name"
-	"                        AND p.up_to_index = h.up_to_index"
-	"                        AND p.event_index <> $2)",
+	"WITH " A2_RELEASE_PINS_SQL,
 	2, {TEXTOID, INT8OID}
 };
 
@@ -44,5 +35,5 @@ a2_release_pins(const char *session_id, int64 event_index)
 
 	values[0] = CStringGetTextDatum(session_id);
 	values[1] = Int64GetDatum(event_index);
-	a2_exec(&release_pins, values, NULL, false, SPI_OK_DELETE);
+	a2_exec_latest(&release_pins, values, NULL, SPI_OK_DELETE);
 }

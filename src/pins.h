@@ -20,4 +20,23 @@
  */
 extern void a2_release_pins(const char *session_id, int64 event_index);
 
+/*
+ * The tail of a statement (after "WITH ..., ") that releases the pins of
+ * event $2 in session $1 and deletes the session's history checkpoints no
+ * other pin references.  The pin delete is a CTE whose effect the outer
+ * delete cannot see (one snapshot), so the event's own pins are excluded
+ * explicitly.  a2_complete embeds it in its finishing statement.
+ */
+#define A2_RELEASE_PINS_SQL \
+	"released AS (" \
+	"  DELETE FROM @extschema@.a2_snapshot_pins p" \
+	"   WHERE p.session_id = $1 AND p.event_index = $2" \
+	") DELETE FROM @extschema@.a2_snapshot_history h" \
+	"   WHERE h.session_id = $1" \
+	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p" \
+	"                      WHERE p.session_id = h.session_id" \
+	"                        AND p.reducer_name = h.reducer_name" \
+	"                        AND p.up_to_index = h.up_to_index" \
+	"                        AND p.event_index <> $2)"
+
 #endif							/* A2_PINS_H */

@@ -29,6 +29,8 @@
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/jsonb.h"
@@ -229,6 +231,15 @@ a2_presence_set(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+static bool
+may_sweep(void)
+{
+	Oid			user = GetUserId();
+
+	return pg_class_aclcheck(a2_relid("a2_presence"), user, ACL_DELETE) == ACLCHECK_OK &&
+		pg_class_aclcheck(a2_relid("a2_presence_tombstones"), user, ACL_DELETE) == ACLCHECK_OK;
+}
+
 static Jsonb *
 presence_read(const char *ns, int64 now_ms)
 {
@@ -240,8 +251,11 @@ presence_read(const char *ns, int64 now_ms)
 
 	values[0] = CStringGetTextDatum(ns);
 	values[1] = Int64GetDatum(now_ms);
-	/* the sweep is housekeeping: skip it where writing is not allowed */
-	if (!XactReadOnly)
+	/*
+	 * The sweep is housekeeping: skip it where deleting is not allowed (a
+	 * read-only transaction, or a reader granted SELECT only).
+	 */
+	if (!XactReadOnly && may_sweep())
 		a2_exec(&sweep, values, NULL, false, SPI_OK_DELETE);
 	n = a2_exec(&read_live, values, NULL, false, SPI_OK_SELECT);
 

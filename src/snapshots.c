@@ -228,6 +228,8 @@ pin_write(PutContext *ctx, SnapshotWrite *w)
 	int			n = 0;
 	Datum		values[4];
 
+	if (ctx->nunfinished == 0)
+		return;
 	for (int j = 0; j < w->npins; j++)
 		if (bsearch(&w->pins[j], ctx->unfinished, ctx->nunfinished,
 					sizeof(int64), cmp_int64))
@@ -298,7 +300,7 @@ put_snapshots(PutContext *ctx)
 Datum
 a2_put_snapshots(PG_FUNCTION_ARGS)
 {
-	PutContext	ctx;
+	PutContext	ctx = {0};
 	Jsonb	   *snapshots;
 	int			count;
 

@@ -21,6 +21,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
@@ -33,6 +34,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "spi_plans.h"
 
@@ -40,6 +42,7 @@ static bool cache_valid = false;
 static uint64 cache_generation = 0;
 static char *schema_quoted = NULL;	/* in TopMemoryContext */
 static Oid	events_relid = InvalidOid;
+static Oid	schema_oid = InvalidOid;
 
 static void
 relcache_callback(Datum arg, Oid relid)
@@ -99,8 +102,17 @@ refresh_cache(void)
 	schema_quoted = MemoryContextStrdup(TopMemoryContext,
 										quote_identifier(nspname));
 	events_relid = get_relname_relid("a2_events", nsp);
+	schema_oid = nsp;
 	cache_generation++;
 	cache_valid = true;
+}
+
+Oid
+a2_relid(const char *relname)
+{
+	if (!cache_valid)
+		refresh_cache();
+	return get_relname_relid(relname, schema_oid);
 }
 
 MemoryContext
@@ -167,9 +179,15 @@ prepare(A2Statement *stmt)
 		stmt->plan = NULL;
 	}
 	sql = expand_schema(stmt->sql);
-	plan = SPI_prepare(sql, stmt->nargs, stmt->argtypes);
+	/*
+	 * Always the generic plan: every statement is keyed by session and
+	 * index, so parameter values never change the best plan, and a custom
+	 * plan would mean planning on every call.
+	 */
+	plan = SPI_prepare_cursor(sql, stmt->nargs, stmt->argtypes,
+							  CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+		elog(ERROR, "SPI_prepare_cursor failed for \"%s\": %s",
 			 sql, SPI_result_code_string(SPI_result));
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
@@ -188,6 +206,33 @@ a2_exec(A2Statement *stmt, Datum *values, const char *nulls,
 	rc = SPI_execute_plan(prepare(stmt), values, nulls, read_only, 0);
 	if (rc != expected)
 		elog(ERROR, "SPI_execute_plan returned %s, expected %s",
+			 SPI_result_code_string(rc), SPI_result_code_string(expected));
+	return SPI_processed;
+}
+
+/*
+ * Like a2_exec, but under REPEATABLE READ or SERIALIZABLE the statement
+ * reads with the latest committed snapshot instead of the transaction's.
+ * Only for statements run under the session lock: every writer of the
+ * session's rows holds that lock, so the latest snapshot is exactly the
+ * state the lock serializes us after.  (RI triggers read the same way.)
+ * Without this an append that waited for the lock would compute max(idx)
+ * from a stale snapshot, and a completion would miss pins recorded just
+ * before it.
+ */
+uint64
+a2_exec_latest(A2Statement *stmt, Datum *values, const char *nulls,
+			   int expected)
+{
+	int			rc;
+
+	if (!IsolationUsesXactSnapshot())
+		return a2_exec(stmt, values, nulls, false, expected);
+	rc = SPI_execute_snapshot(prepare(stmt), values, nulls,
+							  GetLatestSnapshot(), InvalidSnapshot,
+							  false, true, 0);
+	if (rc != expected)
+		elog(ERROR, "SPI_execute_snapshot returned %s, expected %s",
 			 SPI_result_code_string(rc), SPI_result_code_string(expected));
 	return SPI_processed;
 }

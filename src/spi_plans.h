@@ -34,6 +34,9 @@ typedef struct A2Statement
 
 extern void a2_plans_init(void);
 
+/* OID of one of the extension's relations (InvalidOid if missing). */
+extern Oid	a2_relid(const char *relname);
+
 /* Connect SPI under a pg_catalog-only search_path; returns the caller's context. */
 extern MemoryContext a2_spi_begin(void);
 extern void a2_spi_end(void);
@@ -44,6 +47,14 @@ extern void a2_spi_end(void);
  */
 extern uint64 a2_exec(A2Statement *stmt, Datum *values, const char *nulls,
 					  bool read_only, int expected);
+
+/*
+ * Execute a writing statement that must see the latest committed state of
+ * the session (the caller holds the session lock), even under REPEATABLE
+ * READ or SERIALIZABLE.
+ */
+extern uint64 a2_exec_latest(A2Statement *stmt, Datum *values,
+							 const char *nulls, int expected);
 
 /* Column helpers over SPI_tuptable */
 extern Datum a2_col(uint64 row, int col, bool *isnull);
