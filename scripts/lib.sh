@@ -1,0 +1,81 @@
+# shellcheck shell=bash
+#
+# Helpers shared by the scripts in scripts/.  Source it, do not run it:
+#
+#   # shellcheck source=scripts/lib.sh
+#   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+#
+# After sourcing: A2_ROOT is the repository root (absolute), PG_CONFIG is the
+# pg_config of PostgreSQL 15 (exported, so make and child scripts use the
+# same one) and PGBIN is its bindir, which is put first on PATH so psql,
+# createdb, pg_ctl, ... are the version-15 binaries rather than Debian's
+# pg_wrapper.
+
+A2_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+export A2_ROOT
+
+# Directories we create must be traversable by the postgres user.
+umask 022
+
+# One locale everywhere, whatever the caller's (CI often has none, or names
+# one that is not installed): psql's client encoding, perl's (pg_prove)
+# start-up and tool messages then do not depend on the machine.
+if locale -a 2>/dev/null | grep -qiE '^c\.utf-?8$'; then
+	export LC_ALL=C.UTF-8
+else
+	export LC_ALL=C
+fi
+unset LANGUAGE
+
+a2_log() {
+	printf '==> %s\n' "$*" >&2
+}
+
+a2_warn() {
+	printf 'WARNING: %s\n' "$*" >&2
+}
+
+a2_die() {
+	printf 'ERROR: %s\n' "$*" >&2
+	exit 1
+}
+
+# Run a command as root: directly when we are root, else through sudo.
+a2_as_root() {
+	if [[ $EUID -eq 0 ]]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo -- "$@"
+	else
+		a2_die "this step needs root and sudo is not installed: $*"
+	fi
+}
+
+# Locate pg_config for PostgreSQL 15.  Honours $PG_CONFIG; otherwise prefers
+# the version-specific binary, because Debian's /usr/bin/pg_config follows
+# whichever server-dev package is newest.  Sets PG_CONFIG and PGBIN.
+a2_find_pg_config() {
+	if [[ -z ${PG_CONFIG:-} ]]; then
+		if [[ -x /usr/lib/postgresql/15/bin/pg_config ]]; then
+			PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+		elif command -v pg_config >/dev/null 2>&1; then
+			PG_CONFIG=$(command -v pg_config)
+		else
+			a2_die "pg_config not found; run scripts/deps.sh first"
+		fi
+	fi
+	local version
+	version=$("$PG_CONFIG" --version) ||
+		a2_die "$PG_CONFIG --version failed"
+	case $version in
+	"PostgreSQL 15."*) ;;
+	*) a2_die "$PG_CONFIG is '$version', a2 needs PostgreSQL 15 (set PG_CONFIG)" ;;
+	esac
+	PGBIN=$("$PG_CONFIG" --bindir)
+	export PG_CONFIG PGBIN
+	case $PATH in
+	"$PGBIN:"*) ;;
+	*) PATH="$PGBIN:$PATH" ;;
+	esac
+	export PATH
+}

@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+#
+# The README's second command: the whole test suite.
+#
+#   deps -> build (-Werror) -> throwaway cluster -> layers -> summary
+#
+# Layers, each run even when an earlier one failed:
+#   version-check      make version-check (a2.control, META.json, sql/)
+#   regress+isolation  make installcheck: pg_regress, then the isolation specs
+#   pgtap              pg_prove test/pgtap/*.sql in database a2_tap, and each
+#                      test/pgtap/fresh/*.sql in its own new database
+#   suite:NAME         every executable test/suites/*.sh, in name order
+#   static             scripts/static.sh (cppcheck, clang-tidy)
+# The last line printed is "N passed, M failed"; the exit status is 1 when
+# M > 0.  A layer with nothing to run is reported as skipped, not counted.
+#
+# A suite runs from the repository root with stdin from /dev/null and gets
+# A2_ROOT (the root), PGHOST/PGPORT/PGUSER/PGDATABASE (the cluster),
+# A2_PGDATA/A2_PGPORT/A2_PGLOG (for scripts/cluster.sh, e.g. to kill and
+# restart it), PG_CONFIG, and PATH with the PostgreSQL 15 bindir first.  A
+# second cluster: A2_PGDATA=/tmp/other/data A2_PGPORT=54330 scripts/cluster.sh.
+# It passes by exiting 0.  A non-executable *.sh there is a helper, not run.
+#
+# Environment:
+#   A2_LAYER_TIMEOUT  seconds one layer may take (default 1800; 0 = none)
+#   A2_KEEP_CLUSTER   1 = leave the cluster running at the end
+#   A2_PGDATA, A2_PGPORT  see scripts/cluster.sh
+
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+cd "$A2_ROOT"
+
+timeout_s=${A2_LAYER_TIMEOUT:-1800}
+[[ $timeout_s =~ ^[0-9]+$ ]] ||
+	a2_die "A2_LAYER_TIMEOUT must be a number of seconds, not '$timeout_s'"
+
+results=()
+passed=0
+failed=0
+cluster_started=0
+cluster_ok=0
+child=
+
+record() {
+	local outcome=$1 layer=$2
+	results+=("$(printf '%-5s %s' "$outcome" "$layer")")
+	case $outcome in
+	PASS) passed=$((passed + 1)) ;;
+	FAIL) failed=$((failed + 1)) ;;
+	esac
+	printf '\n=== %s: %s ===\n\n' "$outcome" "$layer"
+}
+
+banner() {
+	printf '\n=== %s ===\n\n' "$*"
+}
+
+summary() {
+	local line
+	banner "summary"
+	for line in "${results[@]}"; do
+		printf '%s\n' "$line"
+	done
+	printf '%d passed, %d failed\n' "$passed" "$failed"
+}
+
+# Stop the cluster if we started it (unless A2_KEEP_CLUSTER=1).
+stop_cluster() {
+	[[ $cluster_started -eq 1 ]] || return 0
+	cluster_started=0
+	if [[ ${A2_KEEP_CLUSTER:-0} == 1 ]]; then
+		a2_log "test: leaving the cluster running (A2_KEEP_CLUSTER=1)"
+	else
+		bash scripts/cluster.sh stop </dev/null || a2_warn "test: could not stop the cluster"
+	fi
+}
+
+# Normal ends go through finish(), which stops the cluster before printing
+# the summary so that "N passed, M failed" really is the last line.  This
+# trap covers everything else (a bug in this script, Ctrl-C, kill).
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [[ -n $child ]]; then
+		kill -TERM "$child" 2>/dev/null || true
+		wait "$child" 2>/dev/null || true
+	fi
+	stop_cluster
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'a2_warn "test: interrupted"; exit 130' INT
+trap 'a2_warn "test: terminated"; exit 143' TERM
+
+# Run a command with stdin from /dev/null under the layer timeout.  It runs
+# in the background and we wait for it, so Ctrl-C reaches our trap at once;
+# timeout(1) gives the command its own process group and kills all of it.
+run() {
+	local rc=0
+	if [[ $timeout_s -eq 0 ]]; then
+		"$@" </dev/null &
+	else
+		timeout --kill-after=30 "$timeout_s" "$@" </dev/null &
+	fi
+	child=$!
+	wait "$child" || rc=$?
+	child=
+	if [[ $timeout_s -ne 0 && $rc -eq 124 ]]; then
+		a2_warn "test: timed out after ${timeout_s}s: $*"
+	fi
+	return "$rc"
+}
+
+# Print a file (at most 2000 lines of it) under a header, if it exists.
+show() {
+	local file=$1 lines
+	[[ -s $file ]] || return 0
+	lines=$(wc -l <"$file")
+	banner "$file"
+	head -n 2000 -- "$file"
+	if ((lines > 2000)); then
+		printf '... (%d more lines in %s)\n' "$((lines - 2000))" "$file"
+	fi
+}
+
+finish() {
+	stop_cluster
+	summary
+	if [[ $failed -ne 0 ]]; then
+		exit 1
+	fi
+	exit 0
+}
+
+fatal() {
+	record FAIL "$1"
+	finish
+}
+
+# --- setup: failures here leave nothing worth testing ------------------------
+
+banner "deps"
+bash scripts/deps.sh </dev/null || fatal deps
+a2_find_pg_config
+
+banner "build"
+bash scripts/build.sh </dev/null || fatal build
+
+# --- layers ------------------------------------------------------------------
+
+banner "version-check"
+if run make --no-print-directory PG_CONFIG="$PG_CONFIG" version-check; then
+	record PASS version-check
+else
+	record FAIL version-check
+fi
+
+banner "cluster"
+if bash scripts/cluster.sh start </dev/null; then
+	cluster_started=1
+	cluster_ok=1
+	eval "$(bash scripts/cluster.sh env)"
+else
+	# Without a server the database layers cannot run; count them as one
+	# failure and still run the static checks.
+	cluster_started=1 # a half-started server must still be stopped
+	record FAIL "cluster start (database layers not run)"
+fi
+
+# Make a fresh database NAME with pgtap and a2 installed.
+fresh_db() {
+	dropdb --if-exists --force "$1" &&
+		createdb "$1" &&
+		psql -X -q -v ON_ERROR_STOP=1 -d "$1" \
+			-c 'CREATE EXTENSION pgtap' -c 'CREATE EXTENSION a2'
+}
+
+layer_installcheck() {
+	local ok=0
+	rm -f regression.diffs regression.out output_iso/regression.diffs output_iso/regression.out
+	# Two invocations so the isolation specs still run when a pg_regress
+	# test fails (one `make installcheck` would stop at the first failure).
+	run make --no-print-directory PG_CONFIG="$PG_CONFIG" installcheck ISOLATION= || ok=1
+	run make --no-print-directory PG_CONFIG="$PG_CONFIG" installcheck REGRESS= || ok=1
+	if [[ $ok -ne 0 ]]; then
+		show regression.diffs
+		show output_iso/regression.diffs
+	fi
+	return "$ok"
+}
+
+layer_pgtap() {
+	local ok=0 f
+	local -a files fresh
+	shopt -s nullglob
+	files=(test/pgtap/*.sql)
+	fresh=(test/pgtap/fresh/*.sql)
+	shopt -u nullglob
+	if [[ ${#files[@]} -eq 0 && ${#fresh[@]} -eq 0 ]]; then
+		return 2
+	fi
+	if [[ ${#files[@]} -gt 0 ]]; then
+		if fresh_db a2_tap </dev/null; then
+			run pg_prove --failures -d a2_tap "${files[@]}" || ok=1
+		else
+			a2_warn "test: could not create database a2_tap with pgtap and a2"
+			ok=1
+		fi
+	fi
+	for f in "${fresh[@]}"; do
+		banner "pgtap (fresh database): $f"
+		if fresh_db a2_tap_fresh </dev/null; then
+			run pg_prove --failures -d a2_tap_fresh "$f" || ok=1
+		else
+			a2_warn "test: could not create database a2_tap_fresh with pgtap and a2"
+			ok=1
+		fi
+	done
+	return "$ok"
+}
+
+if [[ $cluster_ok -eq 1 ]]; then
+	banner "regress+isolation"
+	if layer_installcheck; then
+		record PASS regress+isolation
+	else
+		record FAIL regress+isolation
+	fi
+
+	banner "pgtap"
+	rc=0
+	layer_pgtap || rc=$?
+	case $rc in
+	0) record PASS pgtap ;;
+	2)
+		a2_log "test: no pgTAP files in test/pgtap/ yet; skipping"
+		results+=("SKIP  pgtap (no test/pgtap/*.sql)")
+		;;
+	*) record FAIL pgtap ;;
+	esac
+
+	# Extra suites: executable test/suites/*.sh, byte-wise name order.  A
+	# non-executable *.sh is taken for a helper that suites source.
+	suites=()
+	if [[ -d test/suites ]]; then
+		mapfile -d '' suites < <(find test/suites -maxdepth 1 -name '*.sh' \( -type f -o -type l \) -print0 |
+			LC_ALL=C sort -z)
+	fi
+	for suite in "${suites[@]}"; do
+		name=$(basename "$suite" .sh)
+		if [[ ! -x $suite ]]; then
+			a2_warn "test: $suite is not executable; not run (chmod +x it if it is a suite)"
+			continue
+		fi
+		banner "suite: $name"
+		if run env A2_ROOT="$A2_ROOT" "$A2_ROOT/$suite"; then
+			record PASS "suite:$name"
+		else
+			record FAIL "suite:$name"
+		fi
+	done
+fi
+
+banner "static"
+if run bash scripts/static.sh; then
+	record PASS static
+else
+	record FAIL static
+fi
+
+finish
