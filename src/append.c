@@ -44,36 +44,48 @@ static A2Statement session_pending = {
 
 
 /*
- * One statement: read the session's greatest index and whether it has an
- * unprocessed event, then insert the batch after it.  An event with a lane
- * is lane-ready when no unprocessed event of that lane exists already and
- * no earlier unsettled event of the batch has it ($11, computed in C).  The
- * subqueries see the statement's snapshot, i.e. the log before the insert.
+ * One statement: read the session's greatest index (and, when $10 asks,
+ * whether it has an unprocessed event), then insert the batch after it.  An
+ * event with a lane is lane-ready when no unprocessed event of that lane
+ * exists already and no earlier unsettled event of the batch has it ($8,
+ * computed in C).  The subqueries see the statement's snapshot, i.e. the
+ * log before the insert.  Two variants: supplied ids go through ON CONFLICT
+ * so a concurrent append of the same id becomes Z2001; a batch whose ids
+ * were all generated here (random UUIDs) skips the speculative insertion.
  */
+#define INSERT_BATCH_SQL(on_conflict) \
+	"WITH st AS MATERIALIZED (" \
+	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e" \
+	"                    WHERE e.session_id = $1 ORDER BY e.idx DESC LIMIT 1), 0) AS base," \
+	"         CASE WHEN $10 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events e" \
+	"                  WHERE e.session_id = $1 AND e.processed_at IS NULL) END AS pending" \
+	"), ins AS (" \
+	"  INSERT INTO @extschema@.a2_events" \
+	"    (session_id, idx, event_type, payload, event_id, created_at," \
+	"     cause, lane, lane_ready, processed_at)" \
+	"  SELECT $1, st.base + i.ord, i.event_type, i.payload, i.event_id, $2," \
+	"         i.cause, i.lane," \
+	"         i.lane IS NULL OR (NOT i.batch_blocked AND NOT EXISTS (" \
+	"           SELECT 1 FROM @extschema@.a2_events p" \
+	"            WHERE p.session_id = $1 AND p.lane = i.lane AND p.processed_at IS NULL))," \
+	"         CASE WHEN i.settled THEN $2 END" \
+	"    FROM st, ROWS FROM (unnest($3), unnest($4), unnest($5), unnest($6)," \
+	"                        unnest($7), unnest($8), unnest($9)) WITH ORDINALITY" \
+	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, ord)" \
+	on_conflict \
+	"  RETURNING 1" \
+	") SELECT st.base, st.pending, (SELECT count(*) FROM ins) FROM st"
+
+#define INSERT_BATCH_ARGS \
+	10, {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
+	JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID, BOOLOID}
+
 static A2Statement insert_batch = {
-	"WITH st AS MATERIALIZED ("
-	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e"
-	"                    WHERE e.session_id = $1 ORDER BY e.idx DESC LIMIT 1), 0) AS base,"
-	"         EXISTS (SELECT 1 FROM @extschema@.a2_events e"
-	"                  WHERE e.session_id = $1 AND e.processed_at IS NULL) AS pending"
-	"), ins AS ("
-	"  INSERT INTO @extschema@.a2_events"
-	"    (session_id, idx, event_type, payload, event_id, created_at,"
-	"     cause, lane, lane_ready, processed_at)"
-	"  SELECT $1, st.base + i.ord, i.event_type, i.payload, i.event_id, $2,"
-	"         i.cause, i.lane,"
-	"         i.lane IS NULL OR (NOT i.batch_blocked AND NOT EXISTS ("
-	"           SELECT 1 FROM @extschema@.a2_events p"
-	"            WHERE p.session_id = $1 AND p.lane = i.lane AND p.processed_at IS NULL)),"
-	"         CASE WHEN i.settled THEN $2 END"
-	"    FROM st, ROWS FROM (unnest($3), unnest($4), unnest($5), unnest($6),"
-	"                        unnest($7), unnest($8), unnest($9)) WITH ORDINALITY"
-	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, ord)"
-	"  ON CONFLICT (event_id) DO NOTHING"
-	"  RETURNING 1"
-	") SELECT st.base, st.pending, (SELECT count(*) FROM ins) FROM st",
-	9, {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID,
-	JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID}
+	INSERT_BATCH_SQL("  ON CONFLICT (event_id) DO NOTHING"), INSERT_BATCH_ARGS
+};
+
+static A2Statement insert_generated = {
+	INSERT_BATCH_SQL(""), INSERT_BATCH_ARGS
 };
 
 /* the first batch id stored by someone else (not by the insert just run) */
@@ -256,8 +268,9 @@ void
 a2_insert_events(const char *session_id, A2EventInput *events, int count,
 				 int64 now_ms, A2Json *js, bool *had_pending)
 {
-	Datum		values[9];
+	Datum		values[10];
 	int64		base;
+	bool		all_generated = true;
 	char	  **types = palloc(sizeof(char *) * count);
 	char	  **ids = palloc(sizeof(char *) * count);
 	char	  **lanes = palloc(sizeof(char *) * count);
@@ -273,6 +286,8 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 
 		if (ev->id == NULL)
 			ev->id = generate_event_id();
+		else
+			all_generated = false;
 		types[i] = ev->type;
 		ids[i] = ev->id;
 		lanes[i] = ev->lane;
@@ -290,9 +305,12 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 	values[6] = a2_text_array(lanes, count);
 	values[7] = a2_bool_array(blocked, count);
 	values[8] = a2_bool_array(settled, count);
-	a2_exec_latest(&insert_batch, values, NULL, SPI_OK_SELECT);
+	values[9] = BoolGetDatum(had_pending != NULL);
+	a2_exec_latest(all_generated ? &insert_generated : &insert_batch,
+				   values, NULL, SPI_OK_SELECT);
 	base = a2_col_int64(0, 1);
-	*had_pending = a2_col_bool(0, 2);
+	if (had_pending)
+		*had_pending = a2_col_bool(0, 2);
 
 	/*
 	 * A row skipped by ON CONFLICT means another transaction committed (or
@@ -459,10 +477,12 @@ append_batch(const char *session_id, A2EventInput *events, int count)
 
 			check_fence(session_id, events, count);
 			now_ms = a2_clock_now_ms();
-			a2_insert_events(session_id, events, count, now_ms, &js, &has_pending);
 			for (int i = 0; i < count; i++)
 				any_unsettled |= !events[i].settled;
-			has_pending |= any_unsettled;
+			/* an unsettled new event makes the session pending anyway */
+			has_pending = true;
+			a2_insert_events(session_id, events, count, now_ms, &js,
+							 any_unsettled ? NULL : &has_pending);
 		}
 	}
 	a2j_end_array(&js);

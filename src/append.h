@@ -18,8 +18,9 @@
  * Insert a validated batch after the session's greatest index, with lane
  * readiness and `settled` per SPEC section 4, and push each new StoredEvent
  * into the open array `js`.  The caller holds the session lock.  Events
- * without an id get a generated one.  Sets *had_pending to whether the
- * session had an unprocessed event before.  Records the NOTIFY.
+ * without an id get a generated one.  When had_pending is not NULL, sets
+ * it to whether the session had an unprocessed event before.  Records the
+ * NOTIFY.
  */
 extern void a2_insert_events(const char *session_id, A2EventInput *events,
 							 int count, int64 now_ms, A2Json *js,

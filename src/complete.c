@@ -160,7 +160,6 @@ apply_completion(CompleteArgs *args, A2Json *js)
 {
 	Datum		values[5];
 	int64		now_ms = a2_clock_now_ms();
-	bool		had_pending;
 	Jsonb	   *cause = a2_make_cause(args->index, args->attempt, 0);
 
 	/* children first: the parent is still unprocessed, blocking its lane */
@@ -168,7 +167,7 @@ apply_completion(CompleteArgs *args, A2Json *js)
 		args->events[i].cause = cause;
 	if (args->count > 0)
 		a2_insert_events(args->session_id, args->events, args->count, now_ms,
-						 js, &had_pending);
+						 js, NULL);
 
 	values[0] = CStringGetTextDatum(args->session_id);
 	values[1] = Int64GetDatum(args->index);
