@@ -1,0 +1,329 @@
+/*
+ * test/stress/invariants.sql
+ *	  Check the a2 store in the current database against the invariants the
+ *	  contract (SPEC.md) implies, after any workload, crash or restore.
+ *
+ *	    psql -X -v ON_ERROR_STOP=1 -f test/stress/invariants.sql DBNAME
+ *
+ *	  Prints one row per invariant with its violation count and a sample of
+ *	  the violating rows, then the workload's outcome counts when the stress
+ *	  driver's tables (test/stress/setup.sql) are present, and fails (psql
+ *	  exits 3) when any invariant is violated.
+ *
+ *	  Optional psql variable: max_failures (default 3), the max_failures
+ *	  every a2_fail call of the workload used.
+ *
+ *	  With the driver's tables, it also holds the store to what the clients
+ *	  saw commit (stress_seen, stress_attempts, stress_finished) and, for the
+ *	  crash suite, to the client-side logs loaded into crash_client_log and
+ *	  crash_client_done.
+ */
+\set ON_ERROR_STOP 1
+\set QUIET 1
+\pset footer off
+\if :{?max_failures}
+\else
+\set max_failures 3
+\endif
+
+SELECT to_regclass('stress_seen') IS NOT NULL AS have_stress,
+	   to_regclass('crash_client_log') IS NOT NULL AS have_crash_log
+\gset
+
+CREATE TEMP TABLE a2_invariant (
+	id			serial,
+	invariant	text	NOT NULL,
+	violations	bigint	NOT NULL,
+	sample		text
+);
+
+-- Record one invariant: its name and the query of its violations, each
+-- violation one text row.
+CREATE FUNCTION pg_temp.check_invariant(name text, violations_query text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	n bigint;
+	sample text;
+BEGIN
+	EXECUTE format('SELECT count(*), string_agg(v, E''\n'') FILTER (WHERE rn <= 3)'
+				   '  FROM (SELECT v, row_number() OVER () AS rn FROM (%s) q(v)) x',
+				   violations_query)
+	   INTO n, sample;
+	INSERT INTO a2_invariant (invariant, violations, sample) VALUES (name, n, sample);
+END $$;
+
+-- Each check_invariant() call prints nothing of interest.
+\o /dev/null
+
+-- Events ------------------------------------------------------------------
+
+SELECT pg_temp.check_invariant('indexes are exactly 1..max per session',
+$q$ SELECT format('session %s: %s events, indexes %s..%s', session_id, count(*), min(idx), max(idx))
+	  FROM a2_events GROUP BY session_id
+	HAVING min(idx) <> 1 OR max(idx) <> count(*) $q$);
+
+SELECT pg_temp.check_invariant('event ids are unique',
+$q$ SELECT format('id %s stored %s times', event_id, count(*))
+	  FROM a2_events GROUP BY event_id HAVING count(*) > 1 $q$);
+
+SELECT pg_temp.check_invariant('processed_by_attempt <= attempt_count',
+$q$ SELECT format('%s/%s processed by attempt %s of %s', session_id, idx,
+				  processed_by_attempt, attempt_count)
+	  FROM a2_events
+	 WHERE processed_by_attempt < 1 OR processed_by_attempt > attempt_count $q$);
+
+-- Nothing claims a processed event, so its completing attempt stays the
+-- last one handed out.
+SELECT pg_temp.check_invariant('completed events were completed by their last attempt',
+$q$ SELECT format('%s/%s processed by attempt %s, attempt_count %s', session_id, idx,
+				  processed_by_attempt, attempt_count)
+	  FROM a2_events
+	 WHERE processed_by_attempt <> attempt_count $q$);
+
+SELECT pg_temp.check_invariant('settled events: null processed_by_attempt, never claimed',
+$q$ SELECT format('%s/%s processed_at %s, processed_by_attempt %s, attempt_count %s, returned %s',
+				  session_id, idx, processed_at, processed_by_attempt, attempt_count,
+				  returned_event_ids)
+	  FROM a2_events
+	 WHERE (processed_at IS NULL AND (processed_by_attempt IS NOT NULL
+									  OR returned_event_ids IS NOT NULL))
+		OR (processed_at IS NOT NULL AND processed_by_attempt IS NULL
+			AND (attempt_count <> 0 OR returned_event_ids IS NOT NULL))
+		OR (processed_by_attempt IS NOT NULL AND returned_event_ids IS NULL) $q$);
+
+SELECT pg_temp.check_invariant('no event both processed and dead-lettered',
+$q$ SELECT format('%s/%s processed_at %s, failed_at %s', session_id, idx, processed_at, failed_at)
+	  FROM a2_events
+	 WHERE processed_at IS NOT NULL AND failed_at IS NOT NULL $q$);
+
+SELECT pg_temp.check_invariant('finished events hold no lease; lease fields go together',
+$q$ SELECT format('%s/%s processed_at %s, failed_at %s, holder %s, expires %s', session_id, idx,
+				  processed_at, failed_at, claim_holder, claim_expires_at)
+	  FROM a2_events
+	 WHERE ((processed_at IS NOT NULL OR failed_at IS NOT NULL)
+			AND (claim_holder IS NOT NULL OR claim_expires_at IS NOT NULL))
+		OR (claim_holder IS NULL) <> (claim_expires_at IS NULL) $q$);
+
+SELECT pg_temp.check_invariant('attempt and failure bookkeeping agree',
+$q$ SELECT format('%s/%s attempts %s, failures %s, last failed attempt %s, first/last claimed %s/%s, failed_at %s',
+				  session_id, idx, attempt_count, failure_count, last_failed_attempt,
+				  first_claimed_at, last_claimed_at, failed_at)
+	  FROM a2_events
+	 WHERE failure_count > attempt_count
+		OR last_failed_attempt > attempt_count
+		OR (attempt_count = 0) <> (first_claimed_at IS NULL)
+		OR (attempt_count = 0) <> (last_claimed_at IS NULL)
+		OR (failure_count = 0) <> (last_failed_attempt IS NULL)
+		OR (failure_count = 0) <> (last_failed_at IS NULL) $q$);
+
+SELECT pg_temp.check_invariant(format('dead-lettered exactly at max_failures (%s)', :'max_failures'),
+format($q$ SELECT format('%%s/%%s failure_count %%s, failed_at %%s', session_id, idx,
+						 failure_count, failed_at)
+			 FROM a2_events
+			WHERE (failed_at IS NOT NULL) <> (failure_count >= %s)
+			   OR failure_count > %s
+			   OR (failed_at IS NOT NULL AND failed_at IS DISTINCT FROM last_failed_at) $q$,
+	   :'max_failures'::integer, :'max_failures'::integer));
+
+-- Causes and completions ----------------------------------------------------
+
+SELECT pg_temp.check_invariant('every cause names an earlier event at an attempt it had',
+$q$ SELECT format('%s/%s cause %s; parent %s', c.session_id, c.idx, c.cause,
+				  COALESCE(format('at %s, attempt_count %s', p.idx, p.attempt_count), 'missing'))
+	  FROM a2_events c
+	  LEFT JOIN a2_events p
+		ON p.session_id = c.session_id
+	   AND jsonb_typeof(c.cause->'index') = 'number'
+	   AND p.idx = (c.cause->>'index')::numeric
+	 WHERE c.cause IS NOT NULL
+	   AND (p.idx IS NULL OR p.idx >= c.idx
+			OR jsonb_typeof(c.cause->'attempt') IS DISTINCT FROM 'number'
+			OR (c.cause->>'attempt')::numeric < 1
+			OR (c.cause->>'attempt')::numeric > p.attempt_count
+			OR (c.cause - 'index' - 'attempt' - 'batchSize') <> '{}') $q$);
+
+-- A completion stores its children at consecutive indexes after the
+-- parent, caused by {parent index, completing attempt}, created by the
+-- same clock reading that marked the parent processed.
+SELECT pg_temp.check_invariant('returned_event_ids are the completion''s children',
+$q$ SELECT format('%s/%s attempt %s returned %s: child #%s %s', p.session_id, p.idx,
+				  p.processed_by_attempt, p.returned_event_ids, r.ord,
+				  CASE WHEN c.idx IS NULL THEN 'missing'
+					   ELSE format('at %s/%s cause %s created %s (parent processed %s)',
+								   c.session_id, c.idx, c.cause, c.created_at, p.processed_at) END)
+	  FROM a2_events p
+	 CROSS JOIN LATERAL jsonb_array_elements_text(
+		   CASE jsonb_typeof(p.returned_event_ids) WHEN 'array' THEN p.returned_event_ids
+				ELSE '["<not an array>"]' END) WITH ORDINALITY AS r(id, ord)
+	  LEFT JOIN a2_events c ON c.event_id = r.id
+	  LEFT JOIN LATERAL (
+		   SELECT f.idx AS first_idx FROM a2_events f
+			WHERE f.event_id = p.returned_event_ids->>0) f ON true
+	 WHERE p.returned_event_ids IS NOT NULL
+	   AND (c.idx IS NULL
+			OR c.session_id <> p.session_id
+			OR c.cause IS DISTINCT FROM jsonb_build_object('index', p.idx,
+														   'attempt', p.processed_by_attempt)
+			OR c.idx <= p.idx
+			OR c.idx <> f.first_idx + r.ord - 1
+			OR c.created_at <> p.processed_at) $q$);
+
+-- Lanes ---------------------------------------------------------------------
+
+-- A dead-lettered event stays unprocessed and lane-ready: it keeps its lane
+-- blocked, so it counts here too.
+SELECT pg_temp.check_invariant('at most one lane-ready unprocessed event per (session, lane)',
+$q$ SELECT format('session %s lane %s: lane-ready unprocessed %s', session_id, lane,
+				  array_agg(idx ORDER BY idx))
+	  FROM a2_events
+	 WHERE lane IS NOT NULL AND lane_ready AND processed_at IS NULL
+	 GROUP BY session_id, lane HAVING count(*) > 1 $q$);
+
+SELECT pg_temp.check_invariant('the oldest unprocessed event of each lane is lane-ready (no stuck lane)',
+$q$ SELECT format('%s/%s lane %s is not lane-ready', e.session_id, e.idx, e.lane)
+	  FROM a2_events e
+	 WHERE e.processed_at IS NULL AND NOT e.lane_ready
+	   AND (e.lane IS NULL
+			OR NOT EXISTS (SELECT 1 FROM a2_events o
+							WHERE o.session_id = e.session_id AND o.lane = e.lane
+							  AND o.processed_at IS NULL AND o.idx < e.idx)) $q$);
+
+-- Snapshots and pins --------------------------------------------------------
+
+SELECT pg_temp.check_invariant('no pin on a finished or missing event',
+$q$ SELECT format('pin %s/%s on %s@%s: event %s', p.session_id, p.event_index, p.reducer_name,
+				  p.up_to_index, CASE WHEN e.idx IS NULL THEN 'missing'
+									  WHEN e.processed_at IS NOT NULL THEN 'processed'
+									  ELSE 'dead-lettered' END)
+	  FROM a2_snapshot_pins p
+	  LEFT JOIN a2_events e ON e.session_id = p.session_id AND e.idx = p.event_index
+	 WHERE e.idx IS NULL OR e.processed_at IS NOT NULL OR e.failed_at IS NOT NULL $q$);
+
+SELECT pg_temp.check_invariant('every pin names a stored checkpoint (head or history)',
+$q$ SELECT format('pin %s/%s on %s@%s', p.session_id, p.event_index, p.reducer_name, p.up_to_index)
+	  FROM a2_snapshot_pins p
+	 WHERE NOT EXISTS (SELECT 1 FROM a2_snapshots s
+						WHERE s.session_id = p.session_id AND s.reducer_name = p.reducer_name
+						  AND s.up_to_index = p.up_to_index)
+	   AND NOT EXISTS (SELECT 1 FROM a2_snapshot_history h
+						WHERE h.session_id = p.session_id AND h.reducer_name = p.reducer_name
+						  AND h.up_to_index = p.up_to_index) $q$);
+
+SELECT pg_temp.check_invariant('no history row without a pin',
+$q$ SELECT format('history %s %s@%s', h.session_id, h.reducer_name, h.up_to_index)
+	  FROM a2_snapshot_history h
+	 WHERE NOT EXISTS (SELECT 1 FROM a2_snapshot_pins p
+						WHERE p.session_id = h.session_id AND p.reducer_name = h.reducer_name
+						  AND p.up_to_index = h.up_to_index) $q$);
+
+-- The head only moves forward, and only older checkpoints go to history.
+SELECT pg_temp.check_invariant('history rows are older than their head',
+$q$ SELECT format('history %s %s@%s, head %s', h.session_id, h.reducer_name, h.up_to_index,
+				  s.up_to_index)
+	  FROM a2_snapshot_history h
+	  LEFT JOIN a2_snapshots s ON s.session_id = h.session_id AND s.reducer_name = h.reducer_name
+	 WHERE s.up_to_index IS NULL OR h.up_to_index >= s.up_to_index $q$);
+
+-- What the clients saw ------------------------------------------------------
+
+\if :have_stress
+SELECT pg_temp.check_invariant('every event id a client saw committed is stored where it saw it',
+$q$ SELECT format('%s seen at %s/%s, stored %s', s.event_id, s.session_id, s.idx,
+				  COALESCE(e.session_id || '/' || e.idx, 'nowhere'))
+	  FROM stress_seen s
+	  LEFT JOIN a2_events e ON e.event_id = s.event_id
+	 WHERE e.session_id IS DISTINCT FROM s.session_id OR e.idx IS DISTINCT FROM s.idx $q$);
+
+-- Every claim of the workload recorded its attempts (primary key: none
+-- twice), in the claim's transaction: together they must be 1..attempt_count.
+SELECT pg_temp.check_invariant('claims handed out attempts 1..attempt_count, each once',
+$q$ SELECT format('%s/%s attempt_count %s, attempts claimed: %s', e.session_id, e.idx,
+				  e.attempt_count, a.attempts)
+	  FROM a2_events e
+	  LEFT JOIN LATERAL (
+		   SELECT array_agg(t.attempt ORDER BY t.attempt) AS attempts
+			 FROM stress_attempts t
+			WHERE t.session_id = e.session_id AND t.idx = e.idx) a ON true
+	 WHERE COALESCE(a.attempts, '{}') <> ARRAY(SELECT generate_series(1, e.attempt_count))
+	UNION ALL
+	SELECT format('%s/%s attempt %s claimed, event missing', t.session_id, t.idx, t.attempt)
+	  FROM stress_attempts t
+	 WHERE NOT EXISTS (SELECT 1 FROM a2_events e
+						WHERE e.session_id = t.session_id AND e.idx = t.idx) $q$);
+
+SELECT pg_temp.check_invariant('completions and dead-letterings a client saw are stored',
+$q$ SELECT format('%s/%s attempt %s %s; stored: processed by %s, failed_at %s, last failed attempt %s, attempts %s',
+				  f.session_id, f.idx, f.attempt, f.outcome, e.processed_by_attempt,
+				  e.failed_at, e.last_failed_attempt, e.attempt_count)
+	  FROM stress_finished f
+	  LEFT JOIN a2_events e ON e.session_id = f.session_id AND e.idx = f.idx
+	 WHERE CASE f.outcome
+		   WHEN 'completed' THEN e.processed_by_attempt IS DISTINCT FROM f.attempt
+		   ELSE e.failed_at IS NULL OR e.last_failed_attempt IS DISTINCT FROM f.attempt
+				OR e.attempt_count IS DISTINCT FROM f.attempt
+		   END $q$);
+\endif
+
+\if :have_crash_log
+SELECT pg_temp.check_invariant('every id in the client-side logs survived the crash',
+$q$ SELECT format('%s logged as committed to %s, stored %s', l.event_id, l.session_id,
+				  COALESCE(e.session_id, 'nowhere'))
+	  FROM crash_client_log l
+	  LEFT JOIN a2_events e ON e.event_id = l.event_id
+	 WHERE e.session_id IS DISTINCT FROM l.session_id $q$);
+
+SELECT pg_temp.check_invariant('every completion in the client-side logs survived the crash',
+$q$ SELECT format('%s/%s logged completed by attempt %s, stored processed by %s',
+				  d.session_id, d.idx, d.attempt, e.processed_by_attempt)
+	  FROM crash_client_done d
+	  LEFT JOIN a2_events e ON e.session_id = d.session_id AND e.idx = d.idx
+	 WHERE e.processed_by_attempt IS DISTINCT FROM d.attempt $q$);
+\endif
+
+\o
+
+-- Report ------------------------------------------------------------------
+
+\echo
+\echo 'a2 store:'
+SELECT count(DISTINCT session_id) AS sessions,
+	   count(*) AS events,
+	   count(*) FILTER (WHERE processed_by_attempt IS NOT NULL) AS completed,
+	   count(*) FILTER (WHERE processed_at IS NOT NULL AND processed_by_attempt IS NULL) AS settled,
+	   count(*) FILTER (WHERE failed_at IS NOT NULL) AS dead_lettered,
+	   count(*) FILTER (WHERE processed_at IS NULL AND failed_at IS NULL) AS unfinished,
+	   COALESCE(sum(attempt_count), 0) AS attempts,
+	   (SELECT count(*) FROM a2_snapshots) AS heads,
+	   (SELECT count(*) FROM a2_snapshot_history) AS history,
+	   (SELECT count(*) FROM a2_snapshot_pins) AS pins
+  FROM a2_events;
+
+\if :have_stress
+\echo 'workload outcomes (all clients):'
+SELECT op, outcome, sum(n) AS count
+  FROM stress_outcomes GROUP BY op, outcome ORDER BY op, outcome;
+SELECT COALESCE(sum(n), 0) AS operations_total FROM stress_outcomes;
+\endif
+
+\echo 'invariants:'
+SELECT id AS "#", invariant, violations,
+	   CASE WHEN violations = 0 THEN 'ok' ELSE 'VIOLATED' END AS status
+  FROM a2_invariant ORDER BY id;
+
+SELECT count(*) AS checked, count(*) FILTER (WHERE violations > 0) AS violated,
+	   COALESCE(bool_or(violations > 0), false) AS any_violated
+  FROM a2_invariant
+\gset inv_
+\echo :inv_checked 'invariants checked,' :inv_violated 'violated'
+
+\if :inv_any_violated
+\echo 'sample violations (up to 3 per invariant):'
+SELECT invariant, sample FROM a2_invariant WHERE violations > 0 ORDER BY id;
+DO $$
+BEGIN
+	RAISE EXCEPTION 'a2 invariants violated: %',
+		(SELECT string_agg(invariant || ' (' || violations || ')', '; ' ORDER BY id)
+		   FROM a2_invariant WHERE violations > 0);
+END $$;
+\endif
