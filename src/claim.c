@@ -9,7 +9,10 @@
  *	  the eligible rows in index order (FOR UPDATE, so a concurrent claimer
  *	  waits and then re-checks the rows, never claiming the same attempt)
  *	  and bumps their attempt.  Claim takes row locks only, never the
- *	  session lock.
+ *	  session lock.  The update finds its rows by primary key
+ *	  (idx = ANY (ARRAY (...))), never by joining the session's rows: a
+ *	  generic plan that hashes the whole session would make a claim cost
+ *	  the session's length.
  *
  * IDENTIFICATION
  *	  src/claim.c
@@ -46,7 +49,8 @@ static A2Statement claim_eligible = {
 	"    attempt_count = e.attempt_count + 1,"
 	"    first_claimed_at = COALESCE(e.first_claimed_at, $2),"
 	"    last_claimed_at = $2, claim_holder = $3, claim_expires_at = $4"
-	"   FROM eligible WHERE e.session_id = $1 AND e.idx = eligible.idx"
+	"   WHERE e.session_id = $1"
+	"     AND e.idx = ANY (ARRAY (SELECT eligible.idx FROM eligible))"
 	"  RETURNING " A2_EVENT_COLUMNS
 	") SELECT * FROM claimed ORDER BY idx",
 	5, {TEXTOID, INT8OID, TEXTOID, INT8OID, INT8ARRAYOID}

@@ -41,11 +41,12 @@ static A2Statement renew_listed = {
 	"          AND e.attempt_count = l.attempt AND e.claim_holder = $4"
 	"          AND e.claim_expires_at > $5) AS ok"
 	"    FROM @extschema@.a2_events e JOIN listed l ON e.idx = l.idx"
-	"   WHERE e.session_id = $1"
+	"   WHERE e.session_id = $1 AND e.idx = ANY ($2)"
 	"   ORDER BY e.idx FOR UPDATE OF e"
 	"), renewed AS ("
 	"  UPDATE @extschema@.a2_events e SET claim_expires_at = $6"
-	"    FROM locked WHERE e.session_id = $1 AND e.idx = locked.idx AND locked.ok"
+	"   WHERE e.session_id = $1"
+	"     AND e.idx = ANY (ARRAY (SELECT locked.idx FROM locked WHERE locked.ok))"
 	") SELECT idx, ok, attempt_count > attempt FROM locked ORDER BY idx",
 	6, {TEXTOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID, INT8OID, INT8OID}
 };

@@ -10,7 +10,9 @@
  *	  headIndex reports the head even when an older checkpoint is selected.
  *	  The events are those after the selected checkpoint (or all) up to
  *	  throughIndex.  Every request is answered by one statement, hence one
- *	  MVCC snapshot; a2_read_state is the one-request case.
+ *	  MVCC snapshot; a2_read_state is the one-request case.  Each request's
+ *	  tail is a LATERAL index range scan on (session_id, idx), so its cost
+ *	  is the tail's length, never the table's.
  *
  * IDENTIFICATION
  *	  src/state.c
@@ -71,10 +73,13 @@ static A2Statement read_states = {
 	"UNION ALL "
 	"SELECT e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at,"
 	"       sel.ord, 1, NULL, NULL, NULL"
-	"  FROM sel JOIN @extschema@.a2_events e"
-	"    ON e.session_id = sel.session_id"
-	"   AND e.idx > COALESCE(sel.snap_index, -1)"
-	"   AND e.idx <= COALESCE(sel.through, 9223372036854775807) "
+	"  FROM sel CROSS JOIN LATERAL ("
+	"    SELECT x.session_id, x.idx, x.event_type, x.payload, x.event_id, x.created_at"
+	"      FROM @extschema@.a2_events x"
+	"     WHERE x.session_id = sel.session_id"
+	"       AND x.idx > COALESCE(sel.snap_index, -1)"
+	"       AND x.idx <= COALESCE(sel.through, 9223372036854775807)"
+	"  ) e "
 	"ORDER BY 7, 8, 2",
 	4, {TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID}
 };
