@@ -129,7 +129,6 @@ a2_clock_define_guc(void)
 							   check_a2_now,
 							   assign_a2_now,
 							   NULL);
-	MarkGUCPrefixReserved("a2");
 }
 
 static int64

@@ -20,6 +20,7 @@
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/guc.h"
 
 #include "a2.h"
 #include "clock.h"
@@ -36,6 +37,8 @@ _PG_init(void)
 	a2_clock_define_guc();
 	a2_notify_init();
 	a2_plans_init();
+	/* after every a2.* setting is defined, so none of their placeholders is lost */
+	MarkGUCPrefixReserved("a2");
 }
 
 void

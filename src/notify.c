@@ -12,6 +12,11 @@
  *	  nothing.  The list lives in TopTransactionContext and is forgotten
  *	  at transaction end.
  *
+ *	  PostgreSQL serializes the commits of notifying transactions (one
+ *	  database-wide lock around the queue write), so the setting a2.notify
+ *	  (default on, as the contract says) lets a deployment that never
+ *	  LISTENs turn the notifications off.
+ *
  * IDENTIFICATION
  *	  src/notify.c
  *
@@ -23,6 +28,7 @@
 #include "commands/async.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
+#include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 
@@ -38,6 +44,7 @@ typedef struct PendingNotify
 } PendingNotify;
 
 static List *pending = NIL;
+static bool a2_notify_enabled = true;
 
 static void
 send_pending(void)
@@ -138,6 +145,15 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 void
 a2_notify_init(void)
 {
+	DefineCustomBoolVariable("a2.notify",
+							 "Sends NOTIFY a2_events when a transaction adds events.",
+							 "Turn off only where nobody LISTENs: notifying commits "
+							 "are serialized by PostgreSQL.",
+							 &a2_notify_enabled,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);
 }
@@ -149,6 +165,9 @@ a2_notify_session(const char *session_id, int64 max_index)
 	MemoryContext old;
 	PendingNotify *p;
 	ListCell   *lc;
+
+	if (!a2_notify_enabled)
+		return;
 
 	/* a later call at the same level only raises the index */
 	foreach(lc, pending)

@@ -18,7 +18,7 @@ CREATE EXTENSION IF NOT EXISTS dblink;
 RESET client_min_messages;
 SET a2.now = '2026-01-01 00:00:00+00';
 
-SELECT plan(22);
+SELECT plan(25);
 
 CREATE TABLE notify_seen (step text, channel text, pid integer, payload text);
 
@@ -177,6 +177,21 @@ SELECT notify_collect('separate');
 SELECT bag_eq($$SELECT * FROM notify_got('separate')$$,
 	$$VALUES ('notify-f', 1::bigint), ('notify-f', 2::bigint), (E'notify "q" \\ \u00e9', 1::bigint)$$,
 	'separate: one notification per transaction; the escaped session id parses back');
+
+------------------------------------------------------------------------
+-- 8. SET a2.notify = off: appends still work and send nothing; back on,
+--    notifications resume.
+------------------------------------------------------------------------
+SET a2.notify = off;
+SELECT is(a2_append('notify-quiet', '[{"type":"t"}]') #>> '{events,0,index}', '1', 'quiet: append with a2.notify off');
+SELECT notify_collect('notify off');
+SELECT is((SELECT count(*) FROM notify_seen WHERE step = 'notify off'), 0::bigint,
+	'a2.notify off: no notification');
+RESET a2.notify;
+SELECT a2_append('notify-quiet', '[{"type":"t"}]') IS NOT NULL AS appended \gset
+SELECT notify_collect('notify on again');
+SELECT bag_eq($$SELECT * FROM notify_got('notify on again')$$, $$VALUES ('notify-quiet', 2::bigint)$$,
+	'a2.notify back on: notifications resume');
 
 SELECT is(dblink_disconnect('notify_listener'), 'OK', 'listener disconnected');
 
