@@ -32,32 +32,40 @@
 
 PG_FUNCTION_INFO_V1(a2_renew);
 
-static A2Statement renew_listed = {
-	"WITH listed AS ("
-	"  SELECT * FROM ROWS FROM (unnest($2), unnest($3)) AS l(idx, attempt)"
-	"), locked AS MATERIALIZED ("
-	"  SELECT e.idx, l.attempt, e.attempt_count,"
-	"         (e.processed_at IS NULL AND e.failed_at IS NULL"
-	"          AND e.attempt_count = l.attempt AND e.claim_holder = $4"
-	"          AND e.claim_expires_at > $5) AS ok"
-	"    FROM @extschema@.a2_events e JOIN listed l ON e.idx = l.idx"
-	"   WHERE e.session_id = $1 AND e.idx = ANY ($2)"
-	"   ORDER BY e.idx FOR UPDATE OF e"
-	"), renewed AS ("
-	"  UPDATE @extschema@.a2_events e SET claim_expires_at = $6"
-	"   WHERE e.session_id = $1"
-	"     AND e.idx = ANY (ARRAY (SELECT locked.idx FROM locked WHERE locked.ok))"
-	") SELECT idx, ok, attempt_count > attempt FROM locked ORDER BY idx",
-	6, {TEXTOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID, INT8OID, INT8OID}
+/*
+ * Lock the listed rows in index order and report, per row, its attempt and
+ * whether its lease is live and held by $3.  The listed attempts are
+ * matched in C (a merge over both sorted lists), so no plan ever joins the
+ * list against the session's rows.
+ */
+static A2Statement lock_listed = {
+	"SELECT e.idx, e.attempt_count,"
+	"       e.processed_at IS NULL AND e.failed_at IS NULL"
+	"       AND e.claim_holder = $3 AND e.claim_expires_at > $4"
+	"  FROM @extschema@.a2_events e"
+	" WHERE e.session_id = $1 AND e.idx = ANY ($2)"
+	" ORDER BY e.idx FOR UPDATE",
+	4, {TEXTOID, INT8ARRAYOID, TEXTOID, INT8OID}
 };
+
+static A2Statement extend_leases = {
+	"UPDATE @extschema@.a2_events e SET claim_expires_at = $3"
+	" WHERE e.session_id = $1 AND e.idx = ANY ($2)",
+	3, {TEXTOID, INT8ARRAYOID, INT8OID}
+};
+
+typedef struct ListedClaim
+{
+	int64		index;
+	int64		attempt;
+} ListedClaim;
 
 typedef struct RenewArgs
 {
 	char	   *session_id;
 	char	   *holder;
 	int			count;
-	int64	   *indexes;
-	int64	   *attempts;
+	ListedClaim *claims;		/* sorted by index, indexes unique */
 	int64		now_ms;
 	int64		expires_ms;
 } RenewArgs;
@@ -67,37 +75,67 @@ renew_claims(RenewArgs *args)
 {
 	MemoryContext caller = a2_spi_begin();
 	A2Json		js = NULL;
+	int64	   *indexes = palloc(sizeof(int64) * Max(args->count, 1));
+	int64	   *renewed = palloc(sizeof(int64) * Max(args->count, 1));
+	int64	   *superseded = palloc(sizeof(int64) * Max(args->count, 1));
+	int			nrenewed = 0,
+				nsuperseded = 0;
 	uint64		n = 0;
+	Datum		values[4];
 	Jsonb	   *result;
 
+	for (int i = 0; i < args->count; i++)
+		indexes[i] = args->claims[i].index;
+	values[0] = CStringGetTextDatum(args->session_id);
 	if (args->count > 0)
 	{
-		Datum		values[6];
-
-		values[0] = CStringGetTextDatum(args->session_id);
-		values[1] = a2_int8_array(args->indexes, args->count);
-		values[2] = a2_int8_array(args->attempts, args->count);
-		values[3] = CStringGetTextDatum(args->holder);
-		values[4] = Int64GetDatum(args->now_ms);
-		values[5] = Int64GetDatum(args->expires_ms);
-		n = a2_exec(&renew_listed, values, NULL, false, SPI_OK_SELECT);
+		values[1] = a2_int8_array(indexes, args->count);
+		values[2] = CStringGetTextDatum(args->holder);
+		values[3] = Int64GetDatum(args->now_ms);
+		n = a2_exec(&lock_listed, values, NULL, false, SPI_OK_SELECT);
 	}
 
-	/* rows arrive in index order, so both lists come out sorted */
+	/* both the rows and the claims are sorted by index: merge them */
+	for (uint64 r = 0, k = 0; r < n; r++)
+	{
+		int64		idx = a2_col_int64(r, 1);
+		int64		attempt_count = a2_col_int64(r, 2);
+
+		while (args->claims[k].index < idx)
+			k++;
+		if (a2_col_bool(r, 3) && attempt_count == args->claims[k].attempt)
+			renewed[nrenewed++] = idx;
+		else if (attempt_count > args->claims[k].attempt)
+			superseded[nsuperseded++] = idx;
+	}
+	if (nrenewed > 0)
+	{
+		values[1] = a2_int8_array(renewed, nrenewed);
+		values[2] = Int64GetDatum(args->expires_ms);
+		a2_exec(&extend_leases, values, NULL, false, SPI_OK_UPDATE);
+	}
+
 	a2j_begin_object(&js, NULL);
 	a2j_begin_array(&js, "renewed");
-	for (uint64 r = 0; r < n; r++)
-		if (a2_col_bool(r, 2))
-			a2j_int(&js, NULL, a2_col_int64(r, 1));
+	for (int i = 0; i < nrenewed; i++)
+		a2j_int(&js, NULL, renewed[i]);
 	a2j_end_array(&js);
 	a2j_begin_array(&js, "superseded");
-	for (uint64 r = 0; r < n; r++)
-		if (!a2_col_bool(r, 2) && a2_col_bool(r, 3))
-			a2j_int(&js, NULL, a2_col_int64(r, 1));
+	for (int i = 0; i < nsuperseded; i++)
+		a2j_int(&js, NULL, superseded[i]);
 	a2j_end_array(&js);
 	result = a2j_finish(a2j_end_object(&js), caller);
 	a2_spi_end();
 	return result;
+}
+
+static int
+cmp_claim(const void *a, const void *b)
+{
+	int64		x = ((const ListedClaim *) a)->index;
+	int64		y = ((const ListedClaim *) b)->index;
+
+	return x < y ? -1 : (x > y ? 1 : 0);
 }
 
 /* claims: [{index >= 1, attempt >= 1}], each index at most once */
@@ -105,8 +143,7 @@ static void
 parse_claims(Jsonb *claims, int count, RenewArgs *args)
 {
 	args->count = count;
-	args->indexes = palloc(sizeof(int64) * Max(count, 1));
-	args->attempts = palloc(sizeof(int64) * Max(count, 1));
+	args->claims = palloc(sizeof(ListedClaim) * Max(count, 1));
 	for (int i = 0; i < count; i++)
 	{
 		JsonbContainer *obj = a2_json_object_elem(&claims->root, i, "claims",
@@ -117,19 +154,19 @@ parse_claims(Jsonb *claims, int count, RenewArgs *args)
 		snprintf(path, sizeof(path), "claims[%d].index", i);
 		if (!a2_json_field(obj, "index", &f))
 			a2_invalid("claims", args->session_id, "%s is required.", path);
-		args->indexes[i] = a2_json_int_field(&f, 1, "claims", args->session_id, path);
+		args->claims[i].index = a2_json_int_field(&f, 1, "claims", args->session_id, path);
 
 		snprintf(path, sizeof(path), "claims[%d].attempt", i);
 		if (!a2_json_field(obj, "attempt", &f))
 			a2_invalid("claims", args->session_id, "%s is required.", path);
-		args->attempts[i] = a2_json_int_field(&f, 1, "claims", args->session_id, path);
-
-		for (int j = 0; j < i; j++)
-			if (args->indexes[j] == args->indexes[i])
-				a2_invalid("claims", args->session_id,
-						   "claims[%d] and claims[%d] both name index %lld.",
-						   j, i, (long long) args->indexes[i]);
+		args->claims[i].attempt = a2_json_int_field(&f, 1, "claims", args->session_id, path);
 	}
+	qsort(args->claims, count, sizeof(ListedClaim), cmp_claim);
+	for (int i = 1; i < count; i++)
+		if (args->claims[i - 1].index == args->claims[i].index)
+			a2_invalid("claims", args->session_id,
+					   "Index %lld is listed more than once.",
+					   (long long) args->claims[i].index);
 }
 
 Datum
