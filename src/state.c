@@ -11,8 +11,10 @@
  *	  The events are those after the selected checkpoint (or all) up to
  *	  throughIndex.  Every request is answered by one statement, hence one
  *	  MVCC snapshot; a2_read_state is the one-request case.  Each request's
- *	  tail is a LATERAL index range scan on (session_id, idx), so its cost
- *	  is the tail's length, never the table's.
+ *	  checkpoint is a bounded backward index probe and its tail a LATERAL
+ *	  index range scan on (session_id, idx) -- OFFSET 0 keeps the planner
+ *	  from flattening it into a hash join over the whole table -- so the
+ *	  cost follows the tail's length, never the table's or the history's.
  *
  * IDENTIFICATION
  *	  src/state.c
@@ -57,13 +59,14 @@ static A2Statement read_states = {
 	"      ON h.session_id = r.session_id AND h.reducer_name = $4"
 	"    LEFT JOIN LATERAL ("
 	"      SELECT u.up_to_index, u.state FROM ("
-	"        SELECT s.up_to_index, s.state FROM @extschema@.a2_snapshots s"
-	"         WHERE s.session_id = r.session_id AND s.reducer_name = $4"
-	"           AND (r.snap_through IS NULL OR s.up_to_index <= r.snap_through)"
+	"        (SELECT s.up_to_index, s.state FROM @extschema@.a2_snapshots s"
+	"          WHERE s.session_id = r.session_id AND s.reducer_name = $4"
+	"            AND s.up_to_index <= COALESCE(r.snap_through, 9223372036854775807))"
 	"        UNION ALL"
-	"        SELECT x.up_to_index, x.state FROM @extschema@.a2_snapshot_history x"
-	"         WHERE x.session_id = r.session_id AND x.reducer_name = $4"
-	"           AND (r.snap_through IS NULL OR x.up_to_index <= r.snap_through)"
+	"        (SELECT x.up_to_index, x.state FROM @extschema@.a2_snapshot_history x"
+	"          WHERE x.session_id = r.session_id AND x.reducer_name = $4"
+	"            AND x.up_to_index <= COALESCE(r.snap_through, 9223372036854775807)"
+	"          ORDER BY x.up_to_index DESC LIMIT 1)"
 	"      ) u ORDER BY u.up_to_index DESC LIMIT 1"
 	"    ) c ON true"
 	") "
@@ -79,6 +82,7 @@ static A2Statement read_states = {
 	"     WHERE x.session_id = sel.session_id"
 	"       AND x.idx > COALESCE(sel.snap_index, -1)"
 	"       AND x.idx <= COALESCE(sel.through, 9223372036854775807)"
+	"    OFFSET 0"
 	"  ) e "
 	"ORDER BY 7, 8, 2",
 	4, {TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID}
