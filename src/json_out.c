@@ -234,56 +234,42 @@ col_int(HeapTuple tuple, TupleDesc desc, int col, bool *isnull)
 		DatumGetInt32(d) : DatumGetInt64(d);
 }
 
-static void
-put_int_or_null(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
-				int col)
+typedef enum ColKind
 {
-	bool		isnull;
-	int64		v = col_int(tuple, desc, col, &isnull);
+	COL_INT,					/* int4 or int8 as a JSON number */
+	COL_ISO,					/* epoch milliseconds as an ISO string */
+	COL_TEXT,
+	COL_JSONB
+} ColKind;
 
-	if (isnull)
-		a2j_null(js, key);
-	else
-		a2j_int(js, key, v);
-}
-
+/* One column of an event row as a JSON value, null when SQL NULL. */
 static void
-put_iso_or_null(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
-				int col)
-{
-	bool		isnull;
-	int64		v = col_int(tuple, desc, col, &isnull);
-
-	if (isnull)
-		a2j_null(js, key);
-	else
-		a2j_iso(js, key, v);
-}
-
-static void
-put_text_or_null(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
-				 int col)
+put_col(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
+		int col, ColKind kind)
 {
 	bool		isnull;
 	Datum		d = SPI_getbinval(tuple, desc, col, &isnull);
 
 	if (isnull)
+	{
 		a2j_null(js, key);
-	else
-		a2j_string(js, key, TextDatumGetCString(d));
-}
-
-static void
-put_jsonb_or_null(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
-				  int col)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(tuple, desc, col, &isnull);
-
-	if (isnull)
-		a2j_null(js, key);
-	else
-		a2j_jsonb(js, key, DatumGetJsonbP(d));
+		return;
+	}
+	switch (kind)
+	{
+		case COL_INT:
+			a2j_int(js, key, col_int(tuple, desc, col, &isnull));
+			break;
+		case COL_ISO:
+			a2j_iso(js, key, col_int(tuple, desc, col, &isnull));
+			break;
+		case COL_TEXT:
+			a2j_string(js, key, TextDatumGetCString(d));
+			break;
+		case COL_JSONB:
+			a2j_jsonb(js, key, DatumGetJsonbP(d));
+			break;
+	}
 }
 
 /*
@@ -338,29 +324,29 @@ a2j_event_row(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
 			  bool full)
 {
 	a2j_begin_object(js, key);
-	put_text_or_null(js, "id", tuple, desc, A2C_EVENT_ID);
-	put_text_or_null(js, "type", tuple, desc, A2C_EVENT_TYPE);
-	put_jsonb_or_null(js, "payload", tuple, desc, A2C_PAYLOAD);
-	put_int_or_null(js, "index", tuple, desc, A2C_IDX);
-	put_text_or_null(js, "sessionId", tuple, desc, A2C_SESSION_ID);
-	put_iso_or_null(js, "createdAt", tuple, desc, A2C_CREATED_AT);
+	put_col(js, "id", tuple, desc, A2C_EVENT_ID, COL_TEXT);
+	put_col(js, "type", tuple, desc, A2C_EVENT_TYPE, COL_TEXT);
+	put_col(js, "payload", tuple, desc, A2C_PAYLOAD, COL_JSONB);
+	put_col(js, "index", tuple, desc, A2C_IDX, COL_INT);
+	put_col(js, "sessionId", tuple, desc, A2C_SESSION_ID, COL_TEXT);
+	put_col(js, "createdAt", tuple, desc, A2C_CREATED_AT, COL_ISO);
 	if (full)
 	{
 		put_cause(js, tuple, desc);
-		put_text_or_null(js, "lane", tuple, desc, A2C_LANE);
-		put_iso_or_null(js, "processedAt", tuple, desc, A2C_PROCESSED_AT);
-		put_int_or_null(js, "processedByAttempt", tuple, desc, A2C_PROCESSED_BY_ATTEMPT);
-		put_jsonb_or_null(js, "returnedEventIds", tuple, desc, A2C_RETURNED_EVENT_IDS);
-		put_iso_or_null(js, "firstClaimedAt", tuple, desc, A2C_FIRST_CLAIMED_AT);
-		put_iso_or_null(js, "lastClaimedAt", tuple, desc, A2C_LAST_CLAIMED_AT);
-		put_int_or_null(js, "attemptCount", tuple, desc, A2C_ATTEMPT_COUNT);
-		put_int_or_null(js, "failureCount", tuple, desc, A2C_FAILURE_COUNT);
-		put_iso_or_null(js, "lastFailedAt", tuple, desc, A2C_LAST_FAILED_AT);
-		put_int_or_null(js, "lastFailedAttempt", tuple, desc, A2C_LAST_FAILED_ATTEMPT);
-		put_text_or_null(js, "lastError", tuple, desc, A2C_LAST_ERROR);
-		put_iso_or_null(js, "failedAt", tuple, desc, A2C_FAILED_AT);
-		put_text_or_null(js, "claimHolder", tuple, desc, A2C_CLAIM_HOLDER);
-		put_iso_or_null(js, "claimExpiresAt", tuple, desc, A2C_CLAIM_EXPIRES_AT);
+		put_col(js, "lane", tuple, desc, A2C_LANE, COL_TEXT);
+		put_col(js, "processedAt", tuple, desc, A2C_PROCESSED_AT, COL_ISO);
+		put_col(js, "processedByAttempt", tuple, desc, A2C_PROCESSED_BY_ATTEMPT, COL_INT);
+		put_col(js, "returnedEventIds", tuple, desc, A2C_RETURNED_EVENT_IDS, COL_JSONB);
+		put_col(js, "firstClaimedAt", tuple, desc, A2C_FIRST_CLAIMED_AT, COL_ISO);
+		put_col(js, "lastClaimedAt", tuple, desc, A2C_LAST_CLAIMED_AT, COL_ISO);
+		put_col(js, "attemptCount", tuple, desc, A2C_ATTEMPT_COUNT, COL_INT);
+		put_col(js, "failureCount", tuple, desc, A2C_FAILURE_COUNT, COL_INT);
+		put_col(js, "lastFailedAt", tuple, desc, A2C_LAST_FAILED_AT, COL_ISO);
+		put_col(js, "lastFailedAttempt", tuple, desc, A2C_LAST_FAILED_ATTEMPT, COL_INT);
+		put_col(js, "lastError", tuple, desc, A2C_LAST_ERROR, COL_TEXT);
+		put_col(js, "failedAt", tuple, desc, A2C_FAILED_AT, COL_ISO);
+		put_col(js, "claimHolder", tuple, desc, A2C_CLAIM_HOLDER, COL_TEXT);
+		put_col(js, "claimExpiresAt", tuple, desc, A2C_CLAIM_EXPIRES_AT, COL_ISO);
 	}
 	a2j_end_object(js);
 }
