@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""
+check_notify.py -- compare the NOTIFYs a fuzz run received with those it
+should have received.
+
+    python3 test/fuzz/check_notify.py RUN_OUTPUT EXPECTED_B64
+
+RUN_OUTPUT is what `psql -At` printed while running `LISTEN a2_events` and
+`SELECT a2_fuzz.run(first, last)` per chunk: a line "chunk <first>" for each
+committed chunk, followed by the notifications psql received after it.
+EXPECTED_B64 is a2_fuzz.expected_notifications() in base64 (psql's result
+printing drops some characters, U+10FFFF among them; its notification
+printing does not): for each chunk, the [session, greatest new index] pairs
+of the calls that added events.
+
+SPEC 4: every committed transaction that added events to a session sends one
+NOTIFY a2_events {"sessionId", "index": greatest new index} per session.  So
+each chunk must have delivered exactly the expected pairs: a notification
+for a session whose calls all failed (rolled back in their subtransactions)
+is a leaked write, a missing one a lost wake-up.  Exit status 1 on mismatch.
+"""
+
+import base64
+import json
+import re
+import sys
+
+NOTE = re.compile(r'^Asynchronous notification "a2_events" with payload "(.*)" '
+                  r'received from server process with PID [0-9]+\.$')
+
+
+def main():
+    run_output, expected_file = sys.argv[1], sys.argv[2]
+    with open(expected_file, 'rb') as f:
+        expected_json = base64.b64decode(f.read()).decode('utf-8')
+    expected = {int(k): sorted((s, i) for s, i in v) for k, v in json.loads(expected_json).items()}
+
+    received = {}
+    chunk = None
+    problems = []
+    # split on \n only: payloads may hold U+2028, which splitlines() breaks on
+    with open(run_output, encoding='utf-8', newline='') as f:
+        for line in f.read().split('\n'):
+            if line.startswith('chunk '):
+                chunk = int(line.split()[1])
+                received.setdefault(chunk, [])
+                continue
+            m = NOTE.match(line)
+            if m:
+                try:
+                    payload = json.loads(m.group(1))
+                    pair = (payload['sessionId'], payload['index'])
+                    if set(payload) != {'sessionId', 'index'}:
+                        problems.append('payload keys %s' % sorted(payload))
+                except (ValueError, KeyError, TypeError) as e:
+                    problems.append('unparsable payload %r: %s' % (m.group(1)[:200], e))
+                    continue
+                if chunk is None:
+                    problems.append('notification before the first chunk: %r' % (pair,))
+                else:
+                    received[chunk].append(pair)
+
+    total = 0
+    for first in sorted(set(expected) | set(received)):
+        want = expected.get(first, [])
+        got = sorted(received.get(first, []))
+        total += len(got)
+        if want != got:
+            missing = [p for p in want if p not in got]
+            extra = [p for p in got if p not in want]
+            problems.append('chunk %d: missing %s; unexpected %s' % (
+                first, [(s[:60], i) for s, i in missing][:5], [(s[:60], i) for s, i in extra][:5]))
+    print('fuzz: %d notifications received in %d chunks, %d expected'
+          % (total, len(received), sum(len(v) for v in expected.values())))
+    for p in problems[:20]:
+        print('fuzz: NOTIFY mismatch: ' + p)
+    return 1 if problems else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,141 @@
+-- test/fuzz/report.sql: summary and verdict of a fuzz run, then invariants
+-- every a2 table must still satisfy after thousands of hostile calls.
+-- Fails (psql exit status 3) when a case did not pass or an invariant broke.
+
+\set ON_ERROR_STOP 1
+\pset footer off
+SET client_min_messages = notice;
+
+\echo '--- outcomes by function (cast = PostgreSQL rejected an argument before a2 ran)'
+SELECT fn,
+	   count(*) AS cases,
+	   count(*) FILTER (WHERE outcome = 'ok') AS ok,
+	   count(*) FILTER (WHERE outcome = '22004') AS "22004",
+	   count(*) FILTER (WHERE outcome = '22023') AS "22023",
+	   count(*) FILTER (WHERE outcome = 'Z2001') AS "Z2001",
+	   count(*) FILTER (WHERE outcome = 'Z2002') AS "Z2002",
+	   count(*) FILTER (WHERE outcome = 'Z2003') AS "Z2003",
+	   count(*) FILTER (WHERE outcome = 'XX001') AS "XX001",
+	   count(*) FILTER (WHERE outcome LIKE 'cast:%') AS "cast",
+	   count(*) FILTER (WHERE outcome NOT IN ('ok', '22004', '22023', 'Z2001', 'Z2002', 'Z2003', 'XX001')
+						  AND outcome NOT LIKE 'cast:%') AS other,
+	   count(*) FILTER (WHERE NOT passed) AS failed
+  FROM a2_fuzz.results
+ GROUP BY ROLLUP (fn)
+ ORDER BY fn NULLS LAST;
+
+\echo '--- argument errors raised by PostgreSQL itself, by SQLSTATE'
+SELECT substr(outcome, 6) AS sqlstate, count(*)
+  FROM a2_fuzz.results WHERE outcome LIKE 'cast:%' GROUP BY 1 ORDER BY 1;
+
+\echo '--- errors raised after the call had written rows (undone by the rollback; allowed except for 22004/22023)'
+SELECT outcome, fn, count(*) FROM a2_fuzz.results
+ WHERE outcome NOT LIKE 'cast:%' AND outcome <> 'ok' AND writes > 0
+ GROUP BY 1, 2 ORDER BY 1, 2;
+
+\echo '--- failed cases (first 40)'
+SELECT r.id, r.outcome, c.expect, left(c.label, 160) AS mutation,
+	   coalesce(r.problem, '') AS problem, left(r.message, 160) AS message
+  FROM a2_fuzz.results r JOIN a2_fuzz.cases c USING (id)
+ WHERE NOT r.passed
+ ORDER BY r.id LIMIT 40;
+
+-- Invariants of the stored data (the planted corrupt row excepted).
+CREATE TEMP TABLE violations (what text, detail text);
+
+INSERT INTO violations
+SELECT 'indexes not dense 1..n', session_id
+  FROM a2_events GROUP BY session_id
+HAVING min(idx) <> 1 OR max(idx) <> count(*);
+
+INSERT INTO violations
+SELECT 'holder/expiry disagree', session_id || ' ' || idx
+  FROM a2_events WHERE (claim_holder IS NULL) <> (claim_expires_at IS NULL);
+
+INSERT INTO violations
+SELECT 'processed row still leased', session_id || ' ' || idx
+  FROM a2_events WHERE processed_at IS NOT NULL AND claim_holder IS NOT NULL;
+
+INSERT INTO violations
+SELECT 'dead-lettered row processed or leased', session_id || ' ' || idx
+  FROM a2_events WHERE failed_at IS NOT NULL AND (processed_at IS NOT NULL OR claim_holder IS NOT NULL);
+
+INSERT INTO violations
+SELECT 'counts out of range', session_id || ' ' || idx
+  FROM a2_events WHERE attempt_count < 0 OR failure_count < 0 OR failure_count > attempt_count;
+
+INSERT INTO violations
+SELECT 'invalid stored cause', e.session_id || ' ' || e.idx || ' ' || e.cause::text
+  FROM a2_events e
+ WHERE e.cause IS NOT NULL AND NOT (e.session_id = 'fz:corrupt' AND e.idx = 2)
+   AND NOT (jsonb_typeof(e.cause) = 'object'
+			AND a2_fuzz.is_int(e.cause->'index', 1) AND a2_fuzz.is_int(e.cause->'attempt', 1)
+			AND (NOT e.cause ? 'batchSize' OR a2_fuzz.is_int(e.cause->'batchSize', 1))
+			AND a2_fuzz.keys(e.cause) IN ('attempt,index', 'attempt,batchSize,index'));
+
+-- a child is only ever appended by a current attempt of an existing parent
+INSERT INTO violations
+SELECT 'cause names a later or missing parent', e.session_id || ' ' || e.idx
+  FROM a2_events e
+ WHERE e.cause IS NOT NULL AND NOT (e.session_id = 'fz:corrupt' AND e.idx = 2)
+   AND NOT EXISTS (SELECT 1 FROM a2_events p
+					WHERE p.session_id = e.session_id
+					  AND p.idx = (e.cause->>'index')::numeric AND p.idx < e.idx
+					  AND p.attempt_count >= (e.cause->>'attempt')::numeric);
+
+-- lanes: among a lane's unprocessed events only the oldest may be ready
+INSERT INTO violations
+SELECT 'lane readiness', session_id || ' ' || lane || ' ' || idx
+  FROM (SELECT session_id, lane, idx, lane_ready,
+			   row_number() OVER (PARTITION BY session_id, lane ORDER BY idx) AS rn
+		  FROM a2_events WHERE lane IS NOT NULL AND processed_at IS NULL) s
+ WHERE rn > 1 AND lane_ready;
+
+INSERT INTO violations
+SELECT 'pin on a finished event', p.session_id || ' ' || p.event_index
+  FROM a2_snapshot_pins p
+  LEFT JOIN a2_events e ON e.session_id = p.session_id AND e.idx = p.event_index
+ WHERE e.idx IS NULL OR e.processed_at IS NOT NULL OR e.failed_at IS NOT NULL;
+
+INSERT INTO violations
+SELECT 'history row without a pin', h.session_id || ' ' || h.reducer_name || ' ' || h.up_to_index
+  FROM a2_snapshot_history h
+ WHERE NOT EXISTS (SELECT 1 FROM a2_snapshot_pins p
+					WHERE p.session_id = h.session_id AND p.reducer_name = h.reducer_name
+					  AND p.up_to_index = h.up_to_index);
+
+INSERT INTO violations
+SELECT 'history at or after the head', h.session_id || ' ' || h.reducer_name || ' ' || h.up_to_index
+  FROM a2_snapshot_history h
+  LEFT JOIN a2_snapshots s ON s.session_id = h.session_id AND s.reducer_name = h.reducer_name
+ WHERE s.up_to_index IS NULL OR h.up_to_index >= s.up_to_index;
+
+INSERT INTO violations
+SELECT 'presence value and tombstone coexist', p.ns || ' ' || p.participant || ' ' || p.field
+  FROM a2_presence p
+  JOIN a2_presence_tombstones t USING (ns, participant, field);
+
+INSERT INTO violations
+SELECT 'names over 1024 bytes or empty', 'a2_events ' || session_id
+  FROM a2_events
+ WHERE octet_length(session_id) NOT BETWEEN 1 AND 1024 OR octet_length(event_id) NOT BETWEEN 1 AND 1024
+	OR octet_length(lane) NOT BETWEEN 1 AND 1024 OR octet_length(claim_holder) NOT BETWEEN 1 AND 1024;
+
+\echo '--- invariant violations (expected: none)'
+SELECT what, count(*), left(min(detail), 120) AS example FROM violations GROUP BY what ORDER BY what;
+
+DO $$
+DECLARE
+	total bigint;
+	ran bigint;
+	failed bigint;
+	broken bigint;
+BEGIN
+	SELECT count(*) INTO total FROM a2_fuzz.cases;
+	SELECT count(*), count(*) FILTER (WHERE NOT passed) INTO ran, failed FROM a2_fuzz.results;
+	SELECT count(*) INTO broken FROM violations;
+	RAISE NOTICE 'fuzz: % cases generated, % run, % failed, % invariant violations', total, ran, failed, broken;
+	IF ran <> total OR failed > 0 OR broken > 0 THEN
+		RAISE EXCEPTION 'fuzz: FAILED';
+	END IF;
+END $$;

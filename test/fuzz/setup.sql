@@ -1,0 +1,418 @@
+-- test/fuzz/setup.sql: the fuzz harness (run by test/suites/40-fuzz.sh).
+--
+-- Creates a2 and the schema a2_fuzz: the case and result tables, the
+-- runner a2_fuzz.run(first, last), the result checker and a small seeded
+-- population the generated calls act on (sessions fz:s1..fz:s3 with
+-- processed, failed, dead-lettered, leased and laned events, snapshots
+-- with history and pins, presence), plus one planted corrupt row in
+-- session fz:corrupt (the only place XX001 is acceptable).
+
+\set ON_ERROR_STOP 1
+SET client_min_messages = warning;
+SET TimeZone = 'UTC';
+
+CREATE EXTENSION IF NOT EXISTS a2;
+CREATE SCHEMA a2_fuzz;
+
+CREATE TABLE a2_fuzz.cases (
+	id		integer PRIMARY KEY,
+	fn		text NOT NULL,
+	args	text[] NOT NULL,	-- SQL expressions of the parameter types
+	expect	text[] NOT NULL,	-- acceptable outcomes: ok, SQLSTATEs, cast
+	now		text NOT NULL,		-- a2.now for this call
+	label	text NOT NULL		-- what was mutated
+);
+
+CREATE TABLE a2_fuzz.results (
+	id		integer PRIMARY KEY REFERENCES a2_fuzz.cases,
+	fn		text NOT NULL,
+	outcome	text NOT NULL,		-- ok, a SQLSTATE, or cast:SQLSTATE
+	message	text,
+	passed	boolean NOT NULL,
+	problem	text,
+	writes	bigint,				-- rows the call inserted/updated/deleted, even if rolled back
+	session	text,				-- for appends and completions that added events:
+	notify_index bigint			-- the session and its greatest new index
+);
+
+-- The a2 tables: whatever CREATE EXTENSION made.
+CREATE FUNCTION a2_fuzz.a2_tables() RETURNS oid[]
+LANGUAGE sql STABLE AS $$
+	SELECT array_agg(c.oid ORDER BY c.relname)
+	  FROM pg_catalog.pg_depend d
+	  JOIN pg_catalog.pg_class c ON c.oid = d.objid
+	 WHERE d.classid = 'pg_catalog.pg_class'::regclass
+	   AND d.refclassid = 'pg_catalog.pg_extension'::regclass
+	   AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'a2')
+	   AND d.deptype = 'e' AND c.relkind = 'r'
+$$;
+
+-- Rows this transaction has inserted, updated or deleted in the a2 tables,
+-- counting those of rolled-back subtransactions too: a call that fails
+-- must not move it (SPEC 5: bad input is rejected before anything is
+-- written).
+CREATE FUNCTION a2_fuzz.writes(tables oid[]) RETURNS bigint
+LANGUAGE sql VOLATILE AS $$
+	SELECT coalesce(sum(pg_catalog.pg_stat_get_xact_tuples_inserted(t)
+						+ pg_catalog.pg_stat_get_xact_tuples_updated(t)
+						+ pg_catalog.pg_stat_get_xact_tuples_deleted(t)), 0)::bigint
+	  FROM unnest(tables) AS t
+$$;
+
+CREATE FUNCTION a2_fuzz.keys(j jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT CASE WHEN jsonb_typeof(j) = 'object'
+		   THEN (SELECT string_agg(k, ',' ORDER BY k COLLATE "C") FROM jsonb_object_keys(j) AS k)
+		   END
+$$;
+
+CREATE FUNCTION a2_fuzz.is_iso(j jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT jsonb_typeof(j) = 'string'
+	   AND (j #>> '{}') ~ '^([0-9]{4}|[+-][0-9]{6})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$'
+$$;
+
+CREATE FUNCTION a2_fuzz.is_iso_or_null(j jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT j = 'null' OR a2_fuzz.is_iso(j)
+$$;
+
+CREATE FUNCTION a2_fuzz.is_int(j jsonb, minv bigint) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT jsonb_typeof(j) = 'number' AND (j #>> '{}') ~ '^-?[0-9]+$' AND (j #>> '{}')::numeric >= minv
+$$;
+
+-- Problem with one StoredEvent (SPEC 3), or NULL.
+CREATE FUNCTION a2_fuzz.stored_problem(e jsonb) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+	IF a2_fuzz.keys(e) IS DISTINCT FROM
+	   'attemptCount,cause,claimExpiresAt,claimHolder,createdAt,failedAt,failureCount,firstClaimedAt,id,index,lane,lastClaimedAt,lastError,lastFailedAt,lastFailedAttempt,payload,processedAt,processedByAttempt,returnedEventIds,sessionId,type' THEN
+		RETURN 'StoredEvent keys ' || coalesce(a2_fuzz.keys(e), jsonb_typeof(e));
+	END IF;
+	IF jsonb_typeof(e->'id') <> 'string' OR jsonb_typeof(e->'type') <> 'string'
+	   OR jsonb_typeof(e->'sessionId') <> 'string' OR NOT a2_fuzz.is_int(e->'index', 1)
+	   OR NOT a2_fuzz.is_iso(e->'createdAt')
+	   OR NOT a2_fuzz.is_int(e->'attemptCount', 0) OR NOT a2_fuzz.is_int(e->'failureCount', 0) THEN
+		RETURN 'StoredEvent field types';
+	END IF;
+	IF NOT (a2_fuzz.is_iso_or_null(e->'processedAt') AND a2_fuzz.is_iso_or_null(e->'firstClaimedAt')
+			AND a2_fuzz.is_iso_or_null(e->'lastClaimedAt') AND a2_fuzz.is_iso_or_null(e->'lastFailedAt')
+			AND a2_fuzz.is_iso_or_null(e->'failedAt') AND a2_fuzz.is_iso_or_null(e->'claimExpiresAt')) THEN
+		RETURN 'StoredEvent timestamps';
+	END IF;
+	IF e->'cause' <> 'null' AND NOT (
+		   a2_fuzz.keys(e->'cause') IN ('attempt,index', 'attempt,batchSize,index')
+		   AND a2_fuzz.is_int(e->'cause'->'index', 1) AND a2_fuzz.is_int(e->'cause'->'attempt', 1)
+		   AND (NOT e->'cause' ? 'batchSize' OR a2_fuzz.is_int(e->'cause'->'batchSize', 1))) THEN
+		RETURN 'StoredEvent cause ' || (e->'cause')::text;
+	END IF;
+	IF (e->'claimHolder' = 'null') <> (e->'claimExpiresAt' = 'null') THEN
+		RETURN 'claimHolder and claimExpiresAt disagree';
+	END IF;
+	RETURN NULL;
+END $$;
+
+CREATE FUNCTION a2_fuzz.stored_list_problem(a jsonb) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+	e jsonb;
+	p text;
+BEGIN
+	IF jsonb_typeof(a) <> 'array' THEN
+		RETURN 'not an array: ' || jsonb_typeof(a);
+	END IF;
+	FOR e IN SELECT x FROM jsonb_array_elements(a) AS x LOOP
+		p := a2_fuzz.stored_problem(e);
+		IF p IS NOT NULL THEN
+			RETURN p;
+		END IF;
+	END LOOP;
+	RETURN NULL;
+END $$;
+
+CREATE FUNCTION a2_fuzz.state_problem(s jsonb) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+	IF a2_fuzz.keys(s) IS DISTINCT FROM 'events,headIndex,snapshot' THEN
+		RETURN 'state keys ' || coalesce(a2_fuzz.keys(s), jsonb_typeof(s));
+	END IF;
+	IF NOT (s->'headIndex' = 'null' OR a2_fuzz.is_int(s->'headIndex', 0)) THEN
+		RETURN 'headIndex';
+	END IF;
+	IF NOT (s->'snapshot' = 'null' OR (a2_fuzz.keys(s->'snapshot') = 'index,state'
+									   AND a2_fuzz.is_int(s->'snapshot'->'index', 0))) THEN
+		RETURN 'snapshot';
+	END IF;
+	IF jsonb_typeof(s->'events') <> 'array' OR EXISTS (
+		SELECT 1 FROM jsonb_array_elements(s->'events') AS e
+		 WHERE a2_fuzz.keys(e) IS DISTINCT FROM 'createdAt,id,index,payload,sessionId,type'
+			OR NOT a2_fuzz.is_int(e->'index', 1) OR NOT a2_fuzz.is_iso(e->'createdAt')) THEN
+		RETURN 'state events';
+	END IF;
+	IF s->'snapshot' <> 'null' AND EXISTS (
+		SELECT 1 FROM jsonb_array_elements(s->'events') AS e
+		 WHERE (e->>'index')::numeric <= (s->'snapshot'->>'index')::numeric) THEN
+		RETURN 'an event at or before the snapshot';
+	END IF;
+	RETURN NULL;
+END $$;
+
+CREATE FUNCTION a2_fuzz.sorted_ints(a jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT jsonb_typeof(a) = 'array'
+	   AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(a) x WHERE NOT a2_fuzz.is_int(x, 1))
+	   AND (SELECT coalesce(bool_and(ok), true) FROM (
+			SELECT (x #>> '{}')::numeric > lag((x #>> '{}')::numeric) OVER (ORDER BY n) AS ok
+			  FROM jsonb_array_elements(a) WITH ORDINALITY AS t(x, n) OFFSET 1) s)
+$$;
+
+-- Whether a successful result has the shape SPEC section 3 gives it.
+-- Returns a description of the first problem, or NULL.
+CREATE FUNCTION a2_fuzz.check_result(fn text, res text, args text[]) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	j jsonb;
+	p text;
+	n bigint;
+BEGIN
+	IF res IS NULL THEN
+		RETURN 'returned NULL';
+	END IF;
+	IF fn IN ('a2_put_snapshots', 'a2_presence_set') THEN
+		RETURN CASE WHEN res = '' THEN NULL ELSE 'void function returned ' || left(res, 80) END;
+	END IF;
+	j := res::jsonb;
+	CASE fn
+	WHEN 'a2_append' THEN
+		IF a2_fuzz.keys(j) IS DISTINCT FROM 'events,hasPending' OR jsonb_typeof(j->'hasPending') <> 'boolean' THEN
+			RETURN 'append result keys';
+		END IF;
+		RETURN a2_fuzz.stored_list_problem(j->'events');
+	WHEN 'a2_read' THEN
+		p := a2_fuzz.stored_list_problem(j);
+		IF p IS NULL AND NOT a2_fuzz.sorted_ints(jsonb_path_query_array(j, '$[*].index')) THEN
+			p := 'read not in index order';
+		END IF;
+		IF p IS NULL AND array_length(args, 1) >= 4 THEN
+			EXECUTE 'SELECT (' || args[4] || ')::bigint' INTO n;
+			IF n IS NOT NULL AND jsonb_array_length(j) > n THEN
+				p := 'more than max_events';
+			END IF;
+		END IF;
+		RETURN p;
+	WHEN 'a2_claim' THEN
+		CASE j->>'outcome'
+		WHEN 'claimed' THEN
+			IF a2_fuzz.keys(j) <> 'events,outcome' OR jsonb_array_length(j->'events') = 0 THEN
+				RETURN 'claimed shape';
+			END IF;
+			RETURN a2_fuzz.stored_list_problem(j->'events');
+		WHEN 'busy' THEN
+			RETURN CASE WHEN a2_fuzz.keys(j) = 'outcome,retryAt' AND a2_fuzz.is_iso(j->'retryAt')
+						THEN NULL ELSE 'busy shape' END;
+		WHEN 'settled' THEN
+			RETURN CASE WHEN a2_fuzz.keys(j) = 'outcome' THEN NULL ELSE 'settled shape' END;
+		ELSE
+			RETURN 'claim outcome ' || coalesce(j->>'outcome', '?');
+		END CASE;
+	WHEN 'a2_renew' THEN
+		IF a2_fuzz.keys(j) IS DISTINCT FROM 'renewed,superseded'
+		   OR NOT a2_fuzz.sorted_ints(j->'renewed') OR NOT a2_fuzz.sorted_ints(j->'superseded')
+		   OR EXISTS (SELECT 1 FROM jsonb_array_elements(j->'renewed') r
+					   WHERE (j->'superseded') @> jsonb_build_array(r)) THEN
+			RETURN 'renew shape';
+		END IF;
+		RETURN NULL;
+	WHEN 'a2_complete' THEN
+		CASE j->>'outcome'
+		WHEN 'completed' THEN
+			IF a2_fuzz.keys(j) <> 'events,outcome' THEN
+				RETURN 'completed shape';
+			END IF;
+			RETURN a2_fuzz.stored_list_problem(j->'events');
+		WHEN 'superseded' THEN
+			RETURN CASE WHEN a2_fuzz.keys(j) = 'outcome' THEN NULL ELSE 'superseded shape' END;
+		ELSE
+			RETURN 'complete outcome ' || coalesce(j->>'outcome', '?');
+		END CASE;
+	WHEN 'a2_fail' THEN
+		IF a2_fuzz.keys(j) IS DISTINCT FROM 'failureCount,outcome'
+		   OR NOT (j->>'outcome') IN ('failed', 'dead_lettered', 'superseded')
+		   OR NOT a2_fuzz.is_int(j->'failureCount', 0) THEN
+			RETURN 'fail shape';
+		END IF;
+		RETURN NULL;
+	WHEN 'a2_read_state' THEN
+		RETURN a2_fuzz.state_problem(j);
+	WHEN 'a2_read_states' THEN
+		IF jsonb_typeof(j) <> 'array' THEN
+			RETURN 'read_states not an array';
+		END IF;
+		EXECUTE 'SELECT jsonb_array_length(' || args[1] || ')' INTO n;
+		IF jsonb_array_length(j) <> n THEN
+			RETURN format('read_states returned %s results for %s requests', jsonb_array_length(j), n);
+		END IF;
+		SELECT min(a2_fuzz.state_problem(x)) INTO p FROM jsonb_array_elements(j) AS x;
+		RETURN p;
+	WHEN 'a2_presence_read' THEN
+		IF jsonb_typeof(j) <> 'array' OR EXISTS (
+			SELECT 1 FROM jsonb_array_elements(j) AS x
+			 WHERE a2_fuzz.keys(x) IS DISTINCT FROM 'at,expiresAt,field,participant,seen,value'
+				OR jsonb_typeof(x->'participant') <> 'string' OR jsonb_typeof(x->'field') <> 'string'
+				OR NOT a2_fuzz.is_iso(x->'at') OR NOT a2_fuzz.is_iso(x->'expiresAt')
+				OR jsonb_typeof(x->'seen') <> 'number' OR x->'value' = 'null') THEN
+			RETURN 'presence row shape';
+		END IF;
+		IF EXISTS (SELECT 1 FROM (
+				SELECT t.x->>'participant' AS cur_p, t.x->>'field' AS cur_f,
+					   lag(t.x->>'participant') OVER (ORDER BY t.ord) AS prev_p,
+					   lag(t.x->>'field') OVER (ORDER BY t.ord) AS prev_f
+				  FROM jsonb_array_elements(j) WITH ORDINALITY AS t(x, ord)) s
+			 WHERE s.prev_p IS NOT NULL AND (s.prev_p, s.prev_f) >= (s.cur_p, s.cur_f)) THEN
+			RETURN 'presence not ordered by participant, field';
+		END IF;
+		RETURN NULL;
+	ELSE
+		RETURN 'unknown function ' || fn;
+	END CASE;
+END $$;
+
+-- Run cases first..last; each call in its own subtransaction.  Returns
+-- 'chunk <first>': the caller commits and then receives the chunk's
+-- NOTIFYs, which it compares with the session/notify_index columns.
+CREATE FUNCTION a2_fuzz.run(first integer, last integer) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	c record;
+	tables oid[] := a2_fuzz.a2_tables();
+	i integer;
+	st text;
+	msg text;
+	res text;
+	outcome text;
+	problem text;
+	w0 bigint;
+	w1 bigint;
+	sess text;
+	nidx bigint;
+BEGIN
+	FOR c IN SELECT * FROM a2_fuzz.cases WHERE id BETWEEN first AND last ORDER BY id LOOP
+		PERFORM set_config('a2.now', c.now, false);
+		outcome := NULL;
+		problem := NULL;
+		msg := NULL;
+		res := NULL;
+		w0 := NULL;
+		w1 := NULL;
+		sess := NULL;
+		nidx := NULL;
+
+		-- the arguments alone: a failure here is PostgreSQL's input
+		-- checking (jsonb rejects \u0000, '2.5'::bigint ...), not a2's
+		FOR i IN 1 .. coalesce(array_length(c.args, 1), 0) LOOP
+			BEGIN
+				EXECUTE 'SELECT (' || c.args[i] || ') IS NULL';
+			EXCEPTION WHEN OTHERS THEN
+				GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
+				outcome := 'cast:' || st;
+				EXIT;
+			END;
+		END LOOP;
+
+		IF outcome IS NULL THEN
+			w0 := a2_fuzz.writes(tables);
+			BEGIN
+				EXECUTE format('SELECT %s(%s)::text', c.fn, array_to_string(c.args, ', ')) INTO res;
+				outcome := 'ok';
+			EXCEPTION WHEN OTHERS THEN
+				GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
+				outcome := st;
+			END;
+			w1 := a2_fuzz.writes(tables);
+			IF outcome = 'ok' THEN
+				problem := a2_fuzz.check_result(c.fn, res, c.args);
+				-- new events (not a replay, which writes nothing) must be
+				-- announced when the chunk commits
+				IF problem IS NULL AND c.fn IN ('a2_append', 'a2_complete') AND w1 > w0
+				   AND jsonb_array_length(res::jsonb->'events') > 0 THEN
+					EXECUTE 'SELECT (' || c.args[1] || ')::text' INTO sess;
+					SELECT max((e->>'index')::bigint) INTO nidx FROM jsonb_array_elements(res::jsonb->'events') AS e;
+				END IF;
+			ELSIF outcome IN ('22004', '22023') AND w1 <> w0 THEN
+				-- SPEC 5: bad input is rejected before anything is written
+				-- (other errors may come after writes the rollback undoes)
+				problem := format('wrote %s row(s) before raising %s', w1 - w0, outcome);
+			END IF;
+		END IF;
+
+		IF problem IS NULL AND NOT (CASE WHEN outcome LIKE 'cast:%' THEN 'cast' ELSE outcome END = ANY (c.expect)) THEN
+			problem := 'outcome not allowed';
+		END IF;
+		INSERT INTO a2_fuzz.results VALUES (c.id, c.fn, outcome, left(msg, 300), problem IS NULL, problem,
+											 w1 - w0, sess, nidx);
+	END LOOP;
+	RETURN 'chunk ' || first;
+END $$;
+
+-- The NOTIFYs each chunk must have sent: one per session that got new
+-- events, with its greatest new index (SPEC 4, notifications), as JSON
+-- {"<first id of chunk>": [[session, index], ...]}.
+CREATE FUNCTION a2_fuzz.expected_notifications(chunk integer) RETURNS json
+LANGUAGE sql STABLE AS $$
+	SELECT coalesce(json_object_agg(first, pairs), '{}')
+	  FROM (SELECT first, json_agg(json_build_array(session, idx) ORDER BY session COLLATE "C") AS pairs
+			  FROM (SELECT (id - 1) / chunk * chunk + 1 AS first, session, max(notify_index) AS idx
+					  FROM a2_fuzz.results WHERE session IS NOT NULL
+					 GROUP BY 1, 2) s
+			 GROUP BY first) t
+$$;
+
+-- The population the cases act on.  Fixed clock; every step is checked.
+SET a2.now = '2026-02-28 23:00:00+00';
+DO $$
+DECLARE
+	r jsonb;
+BEGIN
+	-- fz:s1: a lane, a settled event, processed, failed and dead-lettered ones
+	r := a2_append('fz:s1', '[{"id":"fz:seed:1","type":"a"},{"id":"fz:seed:2","type":"b","lane":"L1"},
+							  {"id":"fz:seed:3","type":"c","lane":"L1"},{"id":"fz:seed:4","type":"d","settled":true},
+							  {"id":"fz:seed:5","type":"e"},{"id":"fz:seed:6","type":"f","lane":"L2"}]');
+	ASSERT jsonb_array_length(r->'events') = 6;
+	r := a2_claim('fz:s1', 'w1', 3600000);
+	ASSERT r->>'outcome' = 'claimed' AND jsonb_array_length(r->'events') = 4, r::text;	-- 1, 2, 5, 6
+	r := a2_complete('fz:s1', 1, 1, '[{"id":"fz:seed:7","type":"child"}]');
+	ASSERT r->>'outcome' = 'completed';
+	r := a2_complete('fz:s1', 2, 1);
+	ASSERT r->>'outcome' = 'completed';
+	r := a2_fail('fz:s1', 5, 1, 'boom', 3);
+	ASSERT r->>'outcome' = 'failed';
+	r := a2_fail('fz:s1', 6, 1, 'fatal', 1);
+	ASSERT r->>'outcome' = 'dead_lettered';
+
+	-- fz:s2: snapshots with a head, history and pins
+	r := a2_append('fz:s2', '[{"id":"fz:seed:21","type":"a"},{"id":"fz:seed:22","type":"b"},{"id":"fz:seed:23","type":"c"}]');
+	PERFORM a2_put_snapshots('fz:s2', 'r1', '[{"index":1,"state":{"n":1},"pinEventIndexes":[2,3]}]');
+	PERFORM a2_put_snapshots('fz:s2', 'r1', '[{"index":2,"state":{"n":2},"pinEventIndexes":[3]},{"index":0,"state":{"n":0},"pinEventIndexes":[3]}]');
+	PERFORM a2_put_snapshots('fz:s2', 'r2', '[{"index":3,"state":"three"}]');
+	ASSERT (SELECT count(*) FROM a2_snapshot_history WHERE session_id = 'fz:s2') = 2;
+	ASSERT (SELECT count(*) FROM a2_snapshot_pins WHERE session_id = 'fz:s2') = 4;
+	r := a2_claim('fz:s2', 'w2', 60000);
+	ASSERT r->>'outcome' = 'claimed';
+
+	-- fz:s3: children with causes, a replay candidate
+	r := a2_append('fz:s3', '[{"id":"fz:seed:31","type":"a"}]');
+	r := a2_claim('fz:s3', 'w3', 1000);
+	r := a2_append('fz:s3', '[{"id":"fz:seed:32","type":"b","cause":{"index":1,"attempt":1,"batchSize":1}}]');
+	ASSERT r->'events'->0->'cause' = '{"index":1,"attempt":1,"batchSize":1}';
+
+	-- presence, with a tombstone
+	PERFORM a2_presence_set('fz:ns1', 'p1', '{"status":"on","cursor":1}', '2026-02-28 23:00:00+00', 1, 86400000);
+	PERFORM a2_presence_set('fz:ns1', 'p1', '{"cursor":null}', '2026-02-28 23:00:01+00', 2, 86400000);
+	ASSERT (SELECT count(*) FROM a2_presence_tombstones WHERE ns = 'fz:ns1') = 1;
+
+	-- fz:corrupt: an event whose stored cause violates the contract
+	r := a2_append('fz:corrupt', '[{"id":"fz:seed:c1","type":"a"},{"id":"fz:seed:c2","type":"b"}]');
+	UPDATE a2_events SET cause = '{"index":0,"attempt":"one"}' WHERE session_id = 'fz:corrupt' AND idx = 2;
+END $$;
+RESET a2.now;

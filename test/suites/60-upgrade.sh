@@ -1,0 +1,406 @@
+#!/usr/bin/env bash
+#
+# 60-upgrade.sh: reinstalling and upgrading the extension (issue "Prove it"
+# section 6).
+#
+#  1. DROP EXTENSION a2 leaves nothing behind: the database's objects after
+#     CREATE EXTENSION + use + DROP EXTENSION are exactly those before, in
+#     public and in a schema of the user's.
+#  2. CREATE EXTENSION a2 again works in the same session, whose SPI plans
+#     were prepared against the dropped tables: every function is called,
+#     the extension dropped and created again (in the same session, in
+#     another session, inside one transaction, in another schema, and a
+#     rolled-back DROP), and every function called again.
+#  3. CREATE EXTENSION a2 SCHEMA other: other.a2_append(...) works with the
+#     schema off search_path and writes other.a2_events.
+#  4. Every upgrade script sql/a2--X--Y.sql: CREATE EXTENSION a2 VERSION 'X'
+#     with data, ALTER EXTENSION a2 UPDATE TO 'Y', and the result must
+#     describe the same objects as a fresh install of Y, keep the data and
+#     run the protocol.  (0.1.0 is the only version so far: no scripts.)
+#
+# Environment: PGHOST/PGPORT/PGUSER as exported by scripts/test.sh; A2_ROOT.
+
+set -euo pipefail
+
+A2_ROOT=${A2_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)}
+# The installation whose extension directory holds the upgrade scripts:
+# PGBIN if set, else PG_CONFIG's bindir (scripts/test.sh exports it), else
+# Debian's PostgreSQL 15.
+if [[ -z ${PGBIN:-} && -n ${PG_CONFIG:-} ]]; then
+	PGBIN=$("$PG_CONFIG" --bindir)
+fi
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+[[ -x $PGBIN/psql ]] || PGBIN=$(dirname "$(command -v psql)")
+PATH=$PGBIN:$PATH
+export PGCLIENTENCODING=UTF8
+
+db=a2_upgrade_suite
+db2=a2_upgrade_fresh
+work=$(mktemp -d)
+cleanup() {
+	rm -rf -- "$work"
+	dropdb --if-exists "$db" >/dev/null 2>&1 || true
+	dropdb --if-exists "$db2" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+failures=0
+fail() {
+	echo "not ok - $*"
+	failures=$((failures + 1))
+}
+pass() {
+	echo "ok - $*"
+}
+check() { # check LABEL COMMAND...
+	local label=$1
+	shift
+	if "$@"; then pass "$label"; else fail "$label"; fi
+}
+psql_db() { # psql_db DB [args]
+	local d=$1
+	shift
+	psql -X -q -At -v ON_ERROR_STOP=1 -d "$d" "$@"
+}
+fresh_db() {
+	dropdb --if-exists "$1" >/dev/null 2>&1
+	createdb "$1"
+}
+# Print checks recorded by a psql script into the temp table "checks".
+report_checks() { # report_checks PREFIX FILE
+	local line
+	while IFS= read -r line; do
+		case $line in
+		ok\ -\ *) pass "$1: ${line#ok - }" ;;
+		not\ ok\ -\ *) fail "$1: ${line#not ok - }" ;;
+		*) echo "# $line" ;;
+		esac
+	done <"$2"
+}
+
+# Everything in a database, by name (no OIDs), temporary schemas aside.
+inventory_sql="
+SELECT 'namespace ' || nspname FROM pg_namespace WHERE nspname !~ '^pg_(toast_)?temp_'
+UNION ALL
+SELECT 'class ' || n.nspname || '.' || c.relname || ' ' || c.relkind::text
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname !~ '^pg_(toast_)?temp_' AND n.nspname <> 'pg_toast'
+UNION ALL
+SELECT 'toast ' || count(*) FROM pg_class WHERE relnamespace = 'pg_toast'::regnamespace
+UNION ALL
+SELECT 'function ' || p.oid::regprocedure::text FROM pg_proc p
+UNION ALL
+SELECT 'type ' || t.typnamespace::regnamespace || '.' || t.typname FROM pg_type t
+UNION ALL
+SELECT 'operator ' || o.oid::regoperator::text FROM pg_operator o
+UNION ALL
+SELECT 'cast ' || format_type(castsource, NULL) || ' -> ' || format_type(casttarget, NULL) FROM pg_cast
+UNION ALL
+SELECT 'constraint ' || conname || ' on ' || conrelid::regclass::text FROM pg_constraint
+UNION ALL
+SELECT 'trigger ' || tgname FROM pg_trigger
+UNION ALL
+SELECT 'policy ' || polname FROM pg_policy
+UNION ALL
+SELECT 'extension ' || extname FROM pg_extension
+UNION ALL
+SELECT 'event trigger ' || evtname FROM pg_event_trigger
+UNION ALL
+SELECT 'rows pg_depend ' || count(*) FROM pg_depend
+UNION ALL
+SELECT 'rows pg_description ' || count(*) FROM pg_description
+UNION ALL
+SELECT 'rows pg_init_privs ' || count(*) FROM pg_init_privs
+UNION ALL
+SELECT 'rows pg_attrdef ' || count(*) FROM pg_attrdef
+UNION ALL
+SELECT 'orphaned pg_statistic rows ' || count(*) FROM pg_statistic s
+ WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = s.starelid)
+ORDER BY 1"
+
+# The extension's objects, described without OIDs, for comparing an
+# upgraded install with a fresh one.
+describe_sql="
+WITH ext AS (SELECT oid, extnamespace FROM pg_extension WHERE extname = 'a2'),
+members AS (
+	SELECT d.classid, d.objid FROM pg_depend d, ext
+	 WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e')
+SELECT 'version ' || extversion || ' relocatable ' || extrelocatable FROM pg_extension WHERE extname = 'a2'
+UNION ALL
+SELECT 'member ' || pg_describe_object(classid, objid, 0) FROM members
+UNION ALL
+SELECT 'config ' || c::regclass::text || ' where ' || coalesce(w, '')
+  FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS u(c, w) WHERE e.extname = 'a2'
+UNION ALL
+SELECT 'function ' || p.oid::regprocedure::text || ' -> ' || pg_get_function_result(p.oid)
+	   || ' args(' || pg_get_function_arguments(p.oid) || ') ' || p.prolang::regproc::text
+	   || ' vol=' || p.provolatile::text || ' strict=' || p.proisstrict || ' secdef=' || p.prosecdef
+	   || ' parallel=' || p.proparallel::text || ' src=' || p.prosrc || ' bin=' || coalesce(p.probin, '')
+	   || ' acl=' || coalesce(p.proacl::text, '') || ' comment=' || coalesce(obj_description(p.oid, 'pg_proc'), '')
+  FROM pg_proc p JOIN members m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
+UNION ALL
+SELECT 'relation ' || c.oid::regclass::text || ' kind=' || c.relkind::text || ' acl=' || coalesce(c.relacl::text, '')
+	   || ' rls=' || c.relrowsecurity || ' comment=' || coalesce(obj_description(c.oid, 'pg_class'), '')
+  FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+UNION ALL
+SELECT 'column ' || c.oid::regclass::text || ' #' || row_number() OVER (PARTITION BY c.oid ORDER BY a.attnum)
+	   || ' ' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || ' notnull=' || a.attnotnull
+	   || ' default=' || coalesce(pg_get_expr(d.adbin, d.adrelid), '') || ' collation=' || a.attcollation::regcollation::text
+  FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+  LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+UNION ALL
+SELECT 'index ' || pg_get_indexdef(i.indexrelid)
+  FROM pg_index i JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = i.indrelid
+UNION ALL
+SELECT 'constraint ' || conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(co.oid)
+  FROM pg_constraint co JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = co.conrelid
+UNION ALL
+SELECT 'trigger ' || pg_get_triggerdef(t.oid)
+  FROM pg_trigger t JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = t.tgrelid
+ WHERE NOT t.tgisinternal
+ORDER BY 1"
+
+# One call of every function; prints the checks it records.
+exercise_sql() { # exercise_sql SCHEMA PREFIX
+	cat <<EOF
+SET a2.now = '2026-06-01 00:00:00+00';
+SELECT pg_temp.chk('$2: append', jsonb_path_query_array($1.a2_append('$2:s1', '[{"id":"$2:e1","type":"a"},{"id":"$2:e2","type":"b","lane":"L"}]'), '\$.events[*].index') = '[1, 2]');
+SELECT pg_temp.chk('$2: read', jsonb_array_length($1.a2_read('$2:s1')) = 2);
+SELECT pg_temp.chk('$2: claim', jsonb_path_query_array($1.a2_claim('$2:s1', 'w', 60000), '\$.events[*].index') = '[1, 2]');
+SELECT pg_temp.chk('$2: renew', $1.a2_renew('$2:s1', 'w', '[{"index":1,"attempt":1},{"index":2,"attempt":1}]', 60000) = '{"renewed": [1, 2], "superseded": []}');
+SELECT pg_temp.chk('$2: put_snapshots', $1.a2_put_snapshots('$2:s1', 'r', '[{"index":1,"state":"one","pinEventIndexes":[2]}]') IS NOT NULL);
+SELECT pg_temp.chk('$2: append under the fence', $1.a2_append('$2:s1', '[{"id":"$2:e3","type":"c","cause":{"index":1,"attempt":1}}]')->'events'->0->>'index' = '3');
+SELECT pg_temp.chk('$2: complete', $1.a2_complete('$2:s1', 1, 1, '[{"id":"$2:c1","type":"child"}]')->'events'->0->>'index' = '4');
+SELECT pg_temp.chk('$2: fail', $1.a2_fail('$2:s1', 2, 1, 'boom', 1) = '{"outcome": "dead_lettered", "failureCount": 1}');
+SELECT pg_temp.chk('$2: read_state', $1.a2_read_state('$2:s1', 'r', 2)->'snapshot' = '{"index": 1, "state": "one"}');
+SELECT pg_temp.chk('$2: read_states', jsonb_array_length($1.a2_read_states('[{"sessionId":"$2:s1"},{"sessionId":"$2:none"}]', 'r')) = 2);
+SELECT pg_temp.chk('$2: presence_set', $1.a2_presence_set('$2:ns', 'p', '{"a":1,"b":null}', '2026-06-01 00:00:00+00', 1, 60000) IS NOT NULL);
+SELECT pg_temp.chk('$2: presence_read', $1.a2_presence_read('$2:ns') = '[{"at": "2026-06-01T00:00:00.000Z", "seen": 1, "field": "a", "value": 1, "expiresAt": "2026-06-01T00:01:00.000Z", "participant": "p"}]');
+SELECT pg_temp.chk('$2: the rows are in $1', (SELECT count(*) FROM $1.a2_events WHERE session_id = '$2:s1') = 4);
+EOF
+}
+
+checks_prelude="
+CREATE TEMP TABLE checks (n serial, label text, ok boolean);
+CREATE FUNCTION pg_temp.chk(label text, ok boolean) RETURNS void LANGUAGE sql
+	AS \$\$ INSERT INTO checks (label, ok) VALUES (label, coalesce(ok, false)) \$\$;
+CREATE FUNCTION pg_temp.outcome(sql text) RETURNS text LANGUAGE plpgsql AS \$\$
+BEGIN
+	EXECUTE sql;
+	RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+	RETURN SQLSTATE;
+END \$\$;
+\\o /dev/null"
+checks_report="
+\\o
+SELECT CASE WHEN ok THEN 'ok - ' ELSE 'not ok - ' END || label FROM checks ORDER BY n;"
+
+# ---------------------------------------------------------------------
+# 1. DROP EXTENSION leaves no stray objects
+# ---------------------------------------------------------------------
+for schema in public a2_own; do
+	fresh_db "$db"
+	clause=
+	if [[ $schema != public ]]; then
+		psql_db "$db" -c "CREATE SCHEMA $schema"
+		clause="SCHEMA $schema"
+	fi
+	psql_db "$db" -c "$inventory_sql" >"$work/before"
+	psql_db "$db" -c "CREATE EXTENSION a2 $clause"
+	psql_db "$db" -c "$inventory_sql" >"$work/installed"
+	# use it, so data, TOAST values and statistics exist too
+	psql_db "$db" >/dev/null <<EOF
+SET a2.now = '2026-06-01 00:00:00+00';
+SELECT $schema.a2_append('d:s1', (SELECT jsonb_agg(jsonb_build_object('type', 't', 'payload', repeat('x', 10000))) FROM generate_series(1, 50)));
+SELECT $schema.a2_claim('d:s1', 'w', 60000);
+SELECT $schema.a2_put_snapshots('d:s1', 'r', '[{"index":1,"state":1,"pinEventIndexes":[2]},{"index":0,"state":0,"pinEventIndexes":[3]}]');
+SELECT $schema.a2_presence_set('d:ns', 'p', '{"a":1,"b":null}', '2026-06-01 00:00:00+00', 1, 60000);
+ANALYZE $schema.a2_events, $schema.a2_snapshots, $schema.a2_snapshot_history, $schema.a2_snapshot_pins,
+		$schema.a2_presence, $schema.a2_presence_tombstones;
+EOF
+	psql_db "$db" -c "DROP EXTENSION a2"
+	psql_db "$db" -c "$inventory_sql" >"$work/after"
+	check "schema $schema: CREATE EXTENSION adds objects" \
+		bash -c "! cmp -s '$work/before' '$work/installed'"
+	if cmp -s "$work/before" "$work/after"; then
+		pass "schema $schema: DROP EXTENSION a2 leaves the database as it was before CREATE EXTENSION"
+	else
+		fail "schema $schema: DROP EXTENSION a2 leaves the database as it was before CREATE EXTENSION"
+		diff "$work/before" "$work/after" | sed 's/^/#   /' | head -40
+	fi
+	check "schema $schema: CREATE EXTENSION a2 again after DROP" psql_db "$db" -c "CREATE EXTENSION a2 $clause"
+	check "schema $schema: ... installs the same objects" cmp -s "$work/installed" <(psql_db "$db" -c "$inventory_sql")
+done
+
+# ---------------------------------------------------------------------
+# 2. Re-creating the extension under a session with cached plans
+# ---------------------------------------------------------------------
+fresh_db "$db"
+psql_db "$db" -c "CREATE EXTENSION a2"
+{
+	echo "$checks_prelude"
+	exercise_sql public first
+	echo "DROP EXTENSION a2;"
+	echo "CREATE EXTENSION a2;"
+	exercise_sql public recreated
+	echo "SELECT pg_temp.chk('recreated: the old rows went with the old tables', (SELECT count(*) FROM a2_events WHERE session_id LIKE 'first:%') = 0);"
+	# another session drops and re-creates it while this one keeps its plans
+	echo "\\! psql -X -q -d $db -c 'DROP EXTENSION a2' -c 'CREATE EXTENSION a2'"
+	exercise_sql public other_session
+	# drop and create inside one transaction, then call in it
+	echo "BEGIN;"
+	echo "DROP EXTENSION a2;"
+	echo "CREATE EXTENSION a2;"
+	exercise_sql public same_xact
+	echo "COMMIT;"
+	# a DROP that is rolled back: the same tables carry on
+	echo "BEGIN; DROP EXTENSION a2; ROLLBACK;"
+	echo "SELECT pg_temp.chk('rolled-back drop: appending continues in the surviving table', a2_append('same_xact:s1', '[{\"type\":\"z\"}]')->'events'->0->>'index' = '5');"
+	# a DROP, a failed call, then CREATE: the failure must not poison the cache
+	echo "DROP EXTENSION a2;"
+	echo "SELECT pg_temp.chk('dropped: a2_append no longer exists', pg_temp.outcome(\$\$SELECT a2_append('x', '[]')\$\$) = '42883');"
+	echo "CREATE EXTENSION a2;"
+	exercise_sql public after_gap
+	# re-created in another schema, off search_path
+	echo "DROP EXTENSION a2;"
+	echo "CREATE SCHEMA moved;"
+	echo "CREATE EXTENSION a2 SCHEMA moved;"
+	exercise_sql moved moved
+	echo "SELECT pg_temp.chk('moved: nothing left in public', to_regclass('public.a2_events') IS NULL);"
+	echo "DROP EXTENSION a2;"
+	echo "CREATE EXTENSION a2;"
+	exercise_sql public back
+	echo "$checks_report"
+} >"$work/recreate.sql"
+if psql_db "$db" -f "$work/recreate.sql" >"$work/recreate.out" 2>"$work/recreate.err"; then
+	report_checks "same session" "$work/recreate.out"
+else
+	sed 's/^/#   /' "$work/recreate.err"
+	fail "same session: the script stopped (psql exit status non-zero)"
+fi
+
+# ---------------------------------------------------------------------
+# 3. CREATE EXTENSION a2 SCHEMA other_schema in a fresh database
+# ---------------------------------------------------------------------
+fresh_db "$db"
+{
+	echo "CREATE SCHEMA other_schema;"
+	echo "CREATE EXTENSION a2 SCHEMA other_schema;"
+	echo "SET search_path = public;"
+	echo "$checks_prelude"
+	exercise_sql other_schema other
+	echo "SELECT pg_temp.chk('other: the tables are in other_schema only', to_regclass('public.a2_events') IS NULL AND to_regclass('other_schema.a2_events') IS NOT NULL);"
+	echo "SELECT pg_temp.chk('other: unqualified calls do not resolve off search_path', pg_temp.outcome(\$\$SELECT a2_read('x')\$\$) = '42883');"
+	# a user table named like ours earlier on search_path changes nothing
+	echo "CREATE TABLE public.a2_events (session_id text, idx bigint);"
+	echo "SET search_path = public, other_schema;"
+	echo "SELECT pg_temp.chk('other: a decoy public.a2_events is ignored', a2_append('other:s1', '[{\"type\":\"d\"}]')->'events'->0->>'index' = '5' AND (SELECT count(*) FROM public.a2_events) = 0);"
+	echo "$checks_report"
+} >"$work/schema.sql"
+if psql_db "$db" -f "$work/schema.sql" >"$work/schema.out" 2>"$work/schema.err"; then
+	report_checks "other schema" "$work/schema.out"
+else
+	sed 's/^/#   /' "$work/schema.err"
+	fail "other schema: the script stopped (psql exit status non-zero)"
+fi
+
+# ---------------------------------------------------------------------
+# 4. Every upgrade path
+# ---------------------------------------------------------------------
+extdir=$("$PGBIN/pg_config" --sharedir)/extension
+default_version=$(sed -n "s/^default_version *= *'\(.*\)'.*/\1/p" "$A2_ROOT/a2.control")
+shopt -s nullglob
+scripts=("$A2_ROOT"/sql/a2--*--*.sql)
+shopt -u nullglob
+echo "# default version $default_version; ${#scripts[@]} upgrade script(s) in sql/"
+check "the default version has an install script" test -f "$A2_ROOT/sql/a2--$default_version.sql"
+check "the installed extension offers the default version" \
+	test "$(psql_db postgres -c "SELECT default_version FROM pg_available_extensions WHERE name = 'a2'")" = "$default_version"
+
+for script in "${scripts[@]}"; do
+	name=$(basename "$script" .sql)
+	pair=${name#a2--}
+	from=${pair%%--*}
+	to=${pair#*--}
+	label="upgrade $from -> $to"
+	if ! cmp -s "$script" "$extdir/$name.sql"; then
+		fail "$label: $name.sql is not installed (or differs from sql/); run make install"
+		continue
+	fi
+	check "$label: the script refuses to run outside ALTER EXTENSION" \
+		grep -q '^\\echo Use "ALTER EXTENSION a2 UPDATE' "$script"
+
+	# the old version, with data
+	fresh_db "$db"
+	if ! psql_db "$db" -c "CREATE EXTENSION a2 VERSION '$from'" 2>"$work/err"; then
+		fail "$label: CREATE EXTENSION a2 VERSION '$from'"
+		sed 's/^/#   /' "$work/err"
+		continue
+	fi
+	psql_db "$db" >/dev/null <<'EOF'
+SET a2.now = '2026-06-01 00:00:00+00';
+SELECT a2_append('up:s1', '[{"id":"up:e1","type":"a"},{"id":"up:e2","type":"b","lane":"L"},{"id":"up:e3","type":"c","lane":"L"}]');
+SELECT a2_claim('up:s1', 'w', 60000);
+SELECT a2_put_snapshots('up:s1', 'r', '[{"index":1,"state":"one","pinEventIndexes":[2]}]');
+SELECT a2_complete('up:s1', 1, 1, '[{"id":"up:c1","type":"child"}]');
+SELECT a2_presence_set('up:ns', 'p', '{"a":1,"b":null}', '2026-06-01 00:00:00+00', 1, 3600000);
+EOF
+	rows_before=$(psql_db "$db" -c "SELECT md5(string_agg(x::text, '|' ORDER BY x::text)) FROM (
+		SELECT e::text AS x FROM a2_events e UNION ALL SELECT s::text FROM a2_snapshots s
+		UNION ALL SELECT p::text FROM a2_snapshot_pins p UNION ALL SELECT t::text FROM a2_presence_tombstones t) u")
+	if ! psql_db "$db" -c "ALTER EXTENSION a2 UPDATE TO '$to'" 2>"$work/err"; then
+		fail "$label: ALTER EXTENSION a2 UPDATE TO '$to'"
+		sed 's/^/#   /' "$work/err"
+		continue
+	fi
+	pass "$label: ALTER EXTENSION a2 UPDATE TO '$to'"
+
+	fresh_db "$db2"
+	psql_db "$db2" -c "CREATE EXTENSION a2 VERSION '$to'"
+	if cmp -s <(psql_db "$db" -c "$describe_sql") <(psql_db "$db2" -c "$describe_sql"); then
+		pass "$label: the upgraded extension matches a fresh install of $to"
+	else
+		fail "$label: the upgraded extension matches a fresh install of $to"
+		diff <(psql_db "$db2" -c "$describe_sql") <(psql_db "$db" -c "$describe_sql") | sed 's/^/#   /' | head -40
+	fi
+	rows_after=$(psql_db "$db" -c "SELECT md5(string_agg(x::text, '|' ORDER BY x::text)) FROM (
+		SELECT e::text AS x FROM a2_events e UNION ALL SELECT s::text FROM a2_snapshots s
+		UNION ALL SELECT p::text FROM a2_snapshot_pins p UNION ALL SELECT t::text FROM a2_presence_tombstones t) u" 2>/dev/null || echo "?")
+	check "$label: the rows written by $from are kept" test "$rows_before" = "$rows_after"
+	{
+		echo "$checks_prelude"
+		echo "SET a2.now = '2026-06-01 00:00:10+00';"
+		echo "SELECT pg_temp.chk('append continues after the upgrade', a2_append('up:s1', '[{\"type\":\"d\"}]')->'events'->0->>'index' = '5');"
+		echo "SELECT pg_temp.chk('claim after the upgrade takes the new events, not the lane-blocked one', jsonb_path_query_array(a2_claim('up:s1', 'w2', 60000, '2026-06-01 00:05:00+00'), '\$.events[*].index') = '[4, 5]');"
+		echo "SELECT pg_temp.chk('a lease from before the upgrade completes', a2_complete('up:s1', 2, 1)->>'outcome' = 'completed');"
+		echo "SELECT pg_temp.chk('the tombstone from before the upgrade still wins', a2_presence_set('up:ns', 'p', '{\"b\":2}', '2025-01-01 00:00:00+00', 2, 60000) IS NOT NULL);"
+		echo "SELECT pg_temp.chk('... so the field stays deleted', jsonb_path_query_array(a2_presence_read('up:ns'), '\$[*].field') = '[\"a\"]');"
+		exercise_sql public "$to"
+		echo "$checks_report"
+	} >"$work/upgraded.sql"
+	if psql_db "$db" -f "$work/upgraded.sql" >"$work/upgraded.out" 2>"$work/upgraded.err"; then
+		report_checks "$label" "$work/upgraded.out"
+	else
+		sed 's/^/#   /' "$work/upgraded.err"
+		fail "$label: the protocol script stopped"
+	fi
+done
+if [[ ${#scripts[@]} -eq 0 ]]; then
+	# the one installable version: ALTER EXTENSION UPDATE is a no-op
+	fresh_db "$db"
+	psql_db "$db" -c "CREATE EXTENSION a2"
+	before=$(psql_db "$db" -c "$describe_sql")
+	check "no upgrade scripts: ALTER EXTENSION a2 UPDATE on $default_version succeeds" \
+		psql_db "$db" -c "SET client_min_messages = warning" -c "ALTER EXTENSION a2 UPDATE"
+	check "no upgrade scripts: ... and changes nothing" test "$before" = "$(psql_db "$db" -c "$describe_sql")"
+	check "no upgrade scripts: pg_extension_update_paths lists no path" \
+		test "$(psql_db "$db" -c "SELECT count(*) FROM pg_extension_update_paths('a2') WHERE path IS NOT NULL")" = 0
+fi
+
+if [[ $failures -gt 0 ]]; then
+	echo "upgrade: $failures check(s) FAILED" >&2
+	exit 1
+fi
+echo "upgrade: passed"
