@@ -160,8 +160,8 @@ if want W6; then
 	ratio "W6 snapshot read: $HW6 session alone/in the main database TPS" W6_snap_alone W6_snap 1 1 "<=" 1.2
 fi
 if want W8; then
-	ratio "W8 append: $HW8S/$HW8 sessions TPS" W8_app_small W8_app_big 1 1 - -
-	ratio "W8 claim: $HW8S/$HW8 sessions TPS" W8_clm_small W8_clm_big 1 1 - -
+	ratio "W8 append: $HW8S/$HW8 sessions TPS" W8_app_small W8_app_big 1 1 "<=" 1.2
+	ratio "W8 claim: $HW8S/$HW8 sessions TPS" W8_clm_small W8_clm_big 1 1 "<=" 1.2
 fi
 
 # ---------------------------------------------------------------- running
