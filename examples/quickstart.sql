@@ -101,6 +101,7 @@ SELECT a2_fail('order-42', 3, 2, 'card declined again', 2) AS second_failure;
 \set VERBOSITY terse
 \set ON_ERROR_STOP 0
 SELECT a2_append('order-42', '[{"type": "late", "cause": {"index": 3, "attempt": 1}}]');
+\echo '   refused as expected, SQLSTATE' :LAST_ERROR_SQLSTATE '(SUPERSEDED_ATTEMPT); nothing was written'
 \set ON_ERROR_STOP 1
 
 \echo
