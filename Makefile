@@ -33,7 +33,7 @@ ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isol
 ISOLATION_OPTS = --inputdir=test/isolation --outputdir=output_iso --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(srcdir)/src
-PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
 
 EXTRA_CLEAN = output_iso results regression.diffs regression.out
 

@@ -37,9 +37,9 @@
 PG_FUNCTION_INFO_V1(a2_append);
 
 static A2Statement session_pending = {
-	"SELECT EXISTS (SELECT 1 FROM @extschema@.a2_events e"
+	.sql = "SELECT EXISTS (SELECT 1 FROM @extschema@.a2_events e"
 	"                WHERE e.session_id = $1 AND e.processed_at IS NULL)",
-	1, {TEXTOID}
+	.nargs = 1, .argtypes = {TEXTOID}
 };
 
 
@@ -77,15 +77,15 @@ static A2Statement session_pending = {
 	") SELECT st.base, st.pending, (SELECT count(*) FROM ins) FROM st"
 
 #define INSERT_BATCH_ARGS \
-	10, {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
+	.nargs = 10, .argtypes = {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
 	JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID, BOOLOID}
 
 static A2Statement insert_batch = {
-	INSERT_BATCH_SQL("  ON CONFLICT (event_id) DO NOTHING"), INSERT_BATCH_ARGS
+	.sql = INSERT_BATCH_SQL("  ON CONFLICT (event_id) DO NOTHING"), INSERT_BATCH_ARGS
 };
 
 static A2Statement insert_generated = {
-	INSERT_BATCH_SQL(""), INSERT_BATCH_ARGS
+	.sql = INSERT_BATCH_SQL(""), INSERT_BATCH_ARGS
 };
 
 /*
@@ -109,40 +109,40 @@ static A2Statement insert_generated = {
 	"              WHERE q.session_id = $1 AND q.processed_at IS NULL) END"
 
 #define INSERT_ONE_ARGS \
-	9, {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID, \
+	.nargs = 9, .argtypes = {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID, \
 	BOOLOID, BOOLOID}
 
 static A2Statement insert_one = {
-	INSERT_ONE_SQL(" ON CONFLICT (event_id) DO NOTHING"), INSERT_ONE_ARGS
+	.sql = INSERT_ONE_SQL(" ON CONFLICT (event_id) DO NOTHING"), INSERT_ONE_ARGS
 };
 
 static A2Statement insert_one_generated = {
-	INSERT_ONE_SQL(""), INSERT_ONE_ARGS
+	.sql = INSERT_ONE_SQL(""), INSERT_ONE_ARGS
 };
 
 /* the first batch id stored by someone else (not by the insert just run) */
 static A2Statement find_existing_id = {
-	"SELECT e.event_id FROM unnest($1) WITH ORDINALITY AS i(id, ord)"
+	.sql = "SELECT e.event_id FROM unnest($1) WITH ORDINALITY AS i(id, ord)"
 	"  JOIN @extschema@.a2_events e ON e.event_id = i.id"
 	" WHERE NOT (e.session_id = $2 AND e.idx > $3)"
 	" ORDER BY i.ord LIMIT 1",
-	3, {TEXTARRAYOID, TEXTOID, INT8OID}
+	.nargs = 3, .argtypes = {TEXTARRAYOID, TEXTOID, INT8OID}
 };
 
 static A2Statement events_by_ids = {
-	"SELECT " A2_EVENT_COLUMNS
+	.sql = "SELECT " A2_EVENT_COLUMNS
 	"  FROM unnest($1) WITH ORDINALITY AS i(id, ord)"
 	"  JOIN @extschema@.a2_events e ON e.event_id = i.id"
 	" ORDER BY i.ord",
-	1, {TEXTARRAYOID}
+	.nargs = 1, .argtypes = {TEXTARRAYOID}
 };
 
 static A2Statement lock_parents = {
-	"SELECT e.idx, e.attempt_count, e.failed_at IS NOT NULL"
+	.sql = "SELECT e.idx, e.attempt_count, e.failed_at IS NOT NULL"
 	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id = $1 AND e.idx = ANY ($2)"
 	" ORDER BY e.idx FOR UPDATE",
-	2, {TEXTOID, INT8ARRAYOID}
+	.nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
 };
 
 bool

@@ -37,7 +37,7 @@
 PG_FUNCTION_INFO_V1(a2_claim);
 
 static A2Statement claim_eligible = {
-	"WITH eligible AS MATERIALIZED ("
+	.sql = "WITH eligible AS MATERIALIZED ("
 	"  SELECT e.idx FROM @extschema@.a2_events e"
 	"   WHERE e.session_id = $1 AND e.processed_at IS NULL"
 	"     AND e.failed_at IS NULL AND e.lane_ready"
@@ -53,14 +53,14 @@ static A2Statement claim_eligible = {
 	"     AND e.idx = ANY (ARRAY (SELECT eligible.idx FROM eligible))"
 	"  RETURNING " A2_EVENT_COLUMNS
 	") SELECT * FROM claimed ORDER BY idx",
-	5, {TEXTOID, INT8OID, TEXTOID, INT8OID, INT8ARRAYOID}
+	.nargs = 5, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT8ARRAYOID}
 };
 
 static A2Statement next_expiry = {
-	"SELECT min(e.claim_expires_at) FROM @extschema@.a2_events e"
+	.sql = "SELECT min(e.claim_expires_at) FROM @extschema@.a2_events e"
 	" WHERE e.session_id = $1 AND e.processed_at IS NULL"
 	"   AND e.failed_at IS NULL AND e.lane_ready AND e.claim_expires_at > $2",
-	2, {TEXTOID, INT8OID}
+	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
 typedef struct ClaimArgs

@@ -41,12 +41,12 @@
 PG_FUNCTION_INFO_V1(a2_complete);
 
 static A2Statement lock_event = {
-	"SELECT e.processed_at IS NOT NULL, e.processed_by_attempt,"
+	.sql = "SELECT e.processed_at IS NOT NULL, e.processed_by_attempt,"
 	"       e.returned_event_ids, e.attempt_count,"
 	"       e.claim_holder IS NOT NULL, e.failed_at IS NOT NULL"
 	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id = $1 AND e.idx = $2 FOR UPDATE",
-	2, {TEXTOID, INT8OID}
+	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
 /*
@@ -58,7 +58,7 @@ static A2Statement lock_event = {
  * and are visible.
  */
 static A2Statement finish_event = {
-	"WITH done AS ("
+	.sql = "WITH done AS ("
 	"  UPDATE @extschema@.a2_events e SET"
 	"    processed_at = $3, processed_by_attempt = $4, returned_event_ids = $5,"
 	"    lane_ready = false, claim_holder = NULL, claim_expires_at = NULL"
@@ -72,7 +72,7 @@ static A2Statement finish_event = {
 	"        AND p.processed_at IS NULL AND p.idx <> $2"
 	"      ORDER BY p.idx LIMIT 1)"
 	"), " A2_RELEASE_PINS_SQL,
-	5, {TEXTOID, INT8OID, INT8OID, INT4OID, JSONBOID}
+	.nargs = 5, .argtypes = {TEXTOID, INT8OID, INT8OID, INT4OID, JSONBOID}
 };
 
 typedef struct CompleteArgs

@@ -34,22 +34,22 @@
 PG_FUNCTION_INFO_V1(a2_fail);
 
 static A2Statement lock_event = {
-	"SELECT e.processed_at IS NOT NULL, e.failed_at IS NOT NULL,"
+	.sql = "SELECT e.processed_at IS NOT NULL, e.failed_at IS NOT NULL,"
 	"       e.attempt_count, e.claim_holder IS NOT NULL, e.failure_count,"
 	"       e.last_failed_attempt IS NOT DISTINCT FROM $3"
 	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id = $1 AND e.idx = $2 FOR UPDATE",
-	3, {TEXTOID, INT8OID, INT4OID}
+	.nargs = 3, .argtypes = {TEXTOID, INT8OID, INT4OID}
 };
 
 static A2Statement record_failure = {
-	"UPDATE @extschema@.a2_events e SET"
+	.sql = "UPDATE @extschema@.a2_events e SET"
 	"  failure_count = e.failure_count + 1, last_error = $3,"
 	"  last_failed_at = $4, last_failed_attempt = $5,"
 	"  failed_at = CASE WHEN $6 THEN $4 END,"
 	"  claim_holder = NULL, claim_expires_at = NULL"
 	" WHERE e.session_id = $1 AND e.idx = $2",
-	6, {TEXTOID, INT8OID, TEXTOID, INT8OID, INT4OID, BOOLOID}
+	.nargs = 6, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT4OID, BOOLOID}
 };
 
 typedef struct FailArgs

@@ -24,8 +24,8 @@
 #include "spi_plans.h"
 
 static A2Statement release_pins = {
-	"WITH " A2_RELEASE_PINS_SQL,
-	2, {TEXTOID, INT8OID}
+	.sql = "WITH " A2_RELEASE_PINS_SQL,
+	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
 void

@@ -48,7 +48,7 @@ PG_FUNCTION_INFO_V1(a2_presence_read);
 #define A2_PRESENCE_LOCK_CLASS	0x61320050	/* "a2" "P" */
 
 static A2Statement delete_fields = {
-	"WITH win AS ("
+	.sql = "WITH win AS ("
 	"  SELECT f.field FROM unnest($3) AS f(field)"
 	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
 	"                      WHERE p.ns = $1 AND p.participant = $2 AND p.field = f.field"
@@ -64,11 +64,11 @@ static A2Statement delete_fields = {
 	"  SELECT $1, $2, win.field, $4, $6 FROM win"
 	"  ON CONFLICT (ns, participant, field) DO UPDATE"
 	"    SET at = excluded.at, expires_at = excluded.expires_at",
-	6, {TEXTOID, TEXTOID, TEXTARRAYOID, INT8OID, INT8OID, INT8OID}
+	.nargs = 6, .argtypes = {TEXTOID, TEXTOID, TEXTARRAYOID, INT8OID, INT8OID, INT8OID}
 };
 
 static A2Statement set_fields = {
-	"WITH win AS ("
+	.sql = "WITH win AS ("
 	"  SELECT f.field, f.value FROM ROWS FROM (unnest($3), unnest($4)) AS f(field, value)"
 	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
 	"                      WHERE p.ns = $1 AND p.participant = $2 AND p.field = f.field"
@@ -85,24 +85,24 @@ static A2Statement set_fields = {
 	"  ON CONFLICT (ns, participant, field) DO UPDATE"
 	"    SET value = excluded.value, seen = excluded.seen,"
 	"        at = excluded.at, expires_at = excluded.expires_at",
-	8, {TEXTOID, TEXTOID, TEXTARRAYOID, JSONBARRAYOID, INT8OID, INT8OID,
+	.nargs = 8, .argtypes = {TEXTOID, TEXTOID, TEXTARRAYOID, JSONBARRAYOID, INT8OID, INT8OID,
 	INT8OID, INT8OID}
 };
 
 static A2Statement sweep = {
-	"WITH values_swept AS ("
+	.sql = "WITH values_swept AS ("
 	"  DELETE FROM @extschema@.a2_presence p WHERE p.ns = $1 AND p.expires_at <= $2"
 	") DELETE FROM @extschema@.a2_presence_tombstones t"
 	"   WHERE t.ns = $1 AND t.expires_at <= $2",
-	2, {TEXTOID, INT8OID}
+	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
 static A2Statement read_live = {
-	"SELECT p.participant, p.field, p.value, p.seen, p.at, p.expires_at"
+	.sql = "SELECT p.participant, p.field, p.value, p.seen, p.at, p.expires_at"
 	"  FROM @extschema@.a2_presence p"
 	" WHERE p.ns = $1 AND p.expires_at > $2"
 	" ORDER BY p.participant, p.field",
-	2, {TEXTOID, INT8OID}
+	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
 typedef struct PresenceWrite

@@ -26,11 +26,11 @@
 PG_FUNCTION_INFO_V1(a2_read);
 
 static A2Statement read_range = {
-	"SELECT " A2_EVENT_COLUMNS
+	.sql = "SELECT " A2_EVENT_COLUMNS
 	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id = $1 AND e.idx > $2 AND e.idx <= $3"
 	" ORDER BY e.idx LIMIT $4",
-	4, {TEXTOID, INT8OID, INT8OID, INT8OID}
+	.nargs = 4, .argtypes = {TEXTOID, INT8OID, INT8OID, INT8OID}
 };
 
 static Jsonb *

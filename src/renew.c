@@ -39,19 +39,19 @@ PG_FUNCTION_INFO_V1(a2_renew);
  * list against the session's rows.
  */
 static A2Statement lock_listed = {
-	"SELECT e.idx, e.attempt_count,"
+	.sql = "SELECT e.idx, e.attempt_count,"
 	"       e.processed_at IS NULL AND e.failed_at IS NULL"
 	"       AND e.claim_holder = $3 AND e.claim_expires_at > $4"
 	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id = $1 AND e.idx = ANY ($2)"
 	" ORDER BY e.idx FOR UPDATE",
-	4, {TEXTOID, INT8ARRAYOID, TEXTOID, INT8OID}
+	.nargs = 4, .argtypes = {TEXTOID, INT8ARRAYOID, TEXTOID, INT8OID}
 };
 
 static A2Statement extend_leases = {
-	"UPDATE @extschema@.a2_events e SET claim_expires_at = $3"
+	.sql = "UPDATE @extschema@.a2_events e SET claim_expires_at = $3"
 	" WHERE e.session_id = $1 AND e.idx = ANY ($2)",
-	3, {TEXTOID, INT8ARRAYOID, INT8OID}
+	.nargs = 3, .argtypes = {TEXTOID, INT8ARRAYOID, INT8OID}
 };
 
 typedef struct ListedClaim

@@ -38,69 +38,69 @@
 PG_FUNCTION_INFO_V1(a2_put_snapshots);
 
 static A2Statement lock_unfinished = {
-	"SELECT e.idx FROM @extschema@.a2_events e"
+	.sql = "SELECT e.idx FROM @extschema@.a2_events e"
 	" WHERE e.session_id = $1 AND e.idx = ANY ($2)"
 	"   AND e.processed_at IS NULL AND e.failed_at IS NULL"
 	" ORDER BY e.idx FOR SHARE",
-	2, {TEXTOID, INT8ARRAYOID}
+	.nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
 };
 
 static A2Statement lock_head = {
-	"SELECT s.up_to_index FROM @extschema@.a2_snapshots s"
+	.sql = "SELECT s.up_to_index FROM @extschema@.a2_snapshots s"
 	" WHERE s.session_id = $1 AND s.reducer_name = $2 FOR UPDATE",
-	2, {TEXTOID, TEXTOID}
+	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
 };
 
 static A2Statement insert_pins = {
-	"INSERT INTO @extschema@.a2_snapshot_pins"
+	.sql = "INSERT INTO @extschema@.a2_snapshot_pins"
 	"  (session_id, event_index, reducer_name, up_to_index)"
 	" SELECT $1, i.idx, $2, $3 FROM unnest($4) AS i(idx)"
 	" ON CONFLICT DO NOTHING",
-	4, {TEXTOID, TEXTOID, INT8OID, INT8ARRAYOID}
+	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8ARRAYOID}
 };
 
 static A2Statement is_pinned = {
-	"SELECT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p"
+	.sql = "SELECT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p"
 	"  WHERE p.session_id = $1 AND p.reducer_name = $2 AND p.up_to_index = $3)",
-	3, {TEXTOID, TEXTOID, INT8OID}
+	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
 };
 
 static A2Statement head_to_history = {
-	"INSERT INTO @extschema@.a2_snapshot_history"
+	.sql = "INSERT INTO @extschema@.a2_snapshot_history"
 	"  (session_id, reducer_name, up_to_index, state, updated_at)"
 	" SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
 	"   FROM @extschema@.a2_snapshots s"
 	"  WHERE s.session_id = $1 AND s.reducer_name = $2"
 	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
 	"   SET state = excluded.state, updated_at = excluded.updated_at",
-	2, {TEXTOID, TEXTOID}
+	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
 };
 
 /* the guard keeps a slower TypeScript writer from moving the head back */
 static A2Statement put_head = {
-	"INSERT INTO @extschema@.a2_snapshots AS s"
+	.sql = "INSERT INTO @extschema@.a2_snapshots AS s"
 	"  (session_id, reducer_name, up_to_index, state, updated_at)"
 	" VALUES ($1, $2, $3, $4, $5)"
 	" ON CONFLICT (session_id, reducer_name) DO UPDATE"
 	"   SET up_to_index = excluded.up_to_index, state = excluded.state,"
 	"       updated_at = excluded.updated_at"
 	"   WHERE excluded.up_to_index >= s.up_to_index",
-	5, {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
+	.nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
 };
 
 static A2Statement put_history = {
-	"INSERT INTO @extschema@.a2_snapshot_history"
+	.sql = "INSERT INTO @extschema@.a2_snapshot_history"
 	"  (session_id, reducer_name, up_to_index, state, updated_at)"
 	" VALUES ($1, $2, $3, $4, $5)"
 	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
 	"   SET state = excluded.state, updated_at = excluded.updated_at",
-	5, {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
+	.nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
 };
 
 static A2Statement drop_history_at = {
-	"DELETE FROM @extschema@.a2_snapshot_history h"
+	.sql = "DELETE FROM @extschema@.a2_snapshot_history h"
 	" WHERE h.session_id = $1 AND h.reducer_name = $2 AND h.up_to_index = $3",
-	3, {TEXTOID, TEXTOID, INT8OID}
+	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
 };
 
 typedef struct SnapshotWrite

@@ -48,7 +48,7 @@ PG_FUNCTION_INFO_V1(a2_read_states);
 #define COL_SNAP_STATE	11
 
 static A2Statement read_states = {
-	"WITH req AS ("
+	.sql = "WITH req AS ("
 	"  SELECT * FROM ROWS FROM (unnest($1), unnest($2), unnest($3))"
 	"    WITH ORDINALITY AS r(session_id, through, snap_through, ord)"
 	"), sel AS MATERIALIZED ("
@@ -85,7 +85,7 @@ static A2Statement read_states = {
 	"    OFFSET 0"
 	"  ) e "
 	"ORDER BY 7, 8, 2",
-	4, {TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID}
+	.nargs = 4, .argtypes = {TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID}
 };
 
 typedef struct StateRequests
