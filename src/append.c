@@ -504,7 +504,7 @@ check_fence(const char *session_id, A2EventInput *events, int count)
 		return;
 
 	values[0] = CStringGetTextDatum(session_id);
-	values[1] = a2_int8_array(idxs, n);
+	values[1] = a2_int8_array(idxs, NULL, n);
 	found = a2_exec(&lock_parents, values, NULL, false, SPI_OK_SELECT);
 
 	for (int i = 0; i < count; i++)

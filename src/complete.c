@@ -118,6 +118,7 @@ static void
 replay_completion(CompleteArgs *args, Jsonb *stored_ids, A2Json *js)
 {
 	uint64		found;
+	Jsonb	   *cause = a2_make_cause(args->index, args->attempt, 0);
 
 	check_returned_ids(args, stored_ids);
 	if (args->count == 0)
@@ -127,7 +128,6 @@ replay_completion(CompleteArgs *args, Jsonb *stored_ids, A2Json *js)
 		mismatch(args, "A returned event of the completed attempt is missing.");
 	for (int i = 0; i < args->count; i++)
 	{
-		Jsonb	   *cause = a2_make_cause(args->index, args->attempt, 0);
 		bool		isnull;
 		Datum		stored_cause = a2_col(i, A2C_CAUSE, &isnull);
 

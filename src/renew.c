@@ -89,7 +89,7 @@ renew_claims(RenewArgs *args)
 	values[0] = CStringGetTextDatum(args->session_id);
 	if (args->count > 0)
 	{
-		values[1] = a2_int8_array(indexes, args->count);
+		values[1] = a2_int8_array(indexes, NULL, args->count);
 		values[2] = CStringGetTextDatum(args->holder);
 		values[3] = Int64GetDatum(args->now_ms);
 		n = a2_exec(&lock_listed, values, NULL, false, SPI_OK_SELECT);
@@ -110,7 +110,7 @@ renew_claims(RenewArgs *args)
 	}
 	if (nrenewed > 0)
 	{
-		values[1] = a2_int8_array(renewed, nrenewed);
+		values[1] = a2_int8_array(renewed, NULL, nrenewed);
 		values[2] = Int64GetDatum(args->expires_ms);
 		a2_exec(&extend_leases, values, NULL, false, SPI_OK_UPDATE);
 	}

@@ -214,7 +214,7 @@ lock_pinned_events(PutContext *ctx)
 			all[total++] = ctx->writes[i].pins[j];
 
 	values[0] = CStringGetTextDatum(ctx->session_id);
-	values[1] = a2_int8_array(all, total);
+	values[1] = a2_int8_array(all, NULL, total);
 	n = a2_exec(&lock_unfinished, values, NULL, false, SPI_OK_SELECT);
 	ctx->unfinished = palloc(sizeof(int64) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)
@@ -239,7 +239,7 @@ pin_write(PutContext *ctx, SnapshotWrite *w)
 	values[0] = CStringGetTextDatum(ctx->session_id);
 	values[1] = CStringGetTextDatum(ctx->reducer);
 	values[2] = Int64GetDatum(w->index);
-	values[3] = a2_int8_array(keep, n);
+	values[3] = a2_int8_array(keep, NULL, n);
 	a2_exec(&insert_pins, values, NULL, false, SPI_OK_INSERT);
 }
 
@@ -264,8 +264,7 @@ put_snapshots(PutContext *ctx)
 
 	a2_spi_begin();
 	a2_lock_session(ctx->session_id);
-	lock_pinned_events(ctx);
-	qsort(ctx->unfinished, ctx->nunfinished, sizeof(int64), cmp_int64);
+	lock_pinned_events(ctx);	/* ctx->unfinished arrives sorted by idx */
 	qsort(ctx->writes, ctx->count, sizeof(SnapshotWrite), cmp_write);
 
 	values[0] = CStringGetTextDatum(ctx->session_id);

@@ -322,13 +322,13 @@ a2_jsonb_array(Jsonb **values, int count)
 }
 
 Datum
-a2_int8_array(int64 *values, int count)
+a2_int8_array(int64 *values, bool *nulls, int count)
 {
 	Datum	   *d = palloc(sizeof(Datum) * Max(count, 1));
 
 	for (int i = 0; i < count; i++)
 		d[i] = Int64GetDatum(values[i]);
-	return a2_int8_array_from_datums(d, count);
+	return build_array(d, nulls, count, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
 }
 
 Datum
@@ -339,10 +339,4 @@ a2_bool_array(bool *values, int count)
 	for (int i = 0; i < count; i++)
 		d[i] = BoolGetDatum(values[i]);
 	return build_array(d, NULL, count, BOOLOID, 1, true, TYPALIGN_CHAR);
-}
-
-Datum
-a2_int8_array_from_datums(Datum *values, int count)
-{
-	return build_array(values, NULL, count, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
 }

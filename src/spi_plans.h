@@ -64,11 +64,10 @@ extern bool a2_col_bool(uint64 row, int col);
 
 
 
-/* Array parameters (NULL entries become SQL NULL elements). */
+/* Array parameters: NULL entries (or nulls[i], for int8) become SQL NULL elements. */
 extern Datum a2_text_array(char **values, int count);
 extern Datum a2_jsonb_array(Jsonb **values, int count);
-extern Datum a2_int8_array(int64 *values, int count);
+extern Datum a2_int8_array(int64 *values, bool *nulls, int count);
 extern Datum a2_bool_array(bool *values, int count);
-extern Datum a2_int8_array_from_datums(Datum *values, int count);
 
 #endif							/* A2_SPI_PLANS_H */

@@ -25,7 +25,6 @@
 
 #include "catalog/pg_type.h"
 #include "fmgr.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
@@ -111,19 +110,6 @@ alloc_requests(StateRequests *req, int count)
 	req->snap_null = palloc(sizeof(bool) * n);
 }
 
-static Datum
-bound_array(int64 *values, bool *nulls, int count)
-{
-	Datum	   *d = palloc(sizeof(Datum) * Max(count, 1));
-	int			dims[1] = {count};
-	int			lbs[1] = {1};
-
-	for (int i = 0; i < count; i++)
-		d[i] = Int64GetDatum(values[i]);
-	return PointerGetDatum(construct_md_array(d, nulls, 1, dims, lbs, INT8OID,
-											  8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-}
-
 /* Emits one result object per request into the open array `js`. */
 static void
 run_requests(StateRequests *req, const char *reducer, A2Json *js)
@@ -135,8 +121,8 @@ run_requests(StateRequests *req, const char *reducer, A2Json *js)
 	if (req->count == 0)
 		return;
 	values[0] = a2_text_array(req->sessions, req->count);
-	values[1] = bound_array(req->through, req->through_null, req->count);
-	values[2] = bound_array(req->snap_through, req->snap_null, req->count);
+	values[1] = a2_int8_array(req->through, req->through_null, req->count);
+	values[2] = a2_int8_array(req->snap_through, req->snap_null, req->count);
 	values[3] = CStringGetTextDatum(reducer);
 	n = a2_exec(&read_states, values, NULL, true, SPI_OK_SELECT);
 

@@ -211,13 +211,6 @@ a2_json_name_field(JsonbValue *v, const char *argname, const char *session_id,
 	return pnstrdup(v->val.string.val, v->val.string.len);
 }
 
-/* JSON value (scalar or container) as a standalone jsonb. */
-static Jsonb *
-value_to_jsonb(JsonbValue *v)
-{
-	return JsonbValueToJsonb(v);
-}
-
 static void
 parse_cause(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
 {
@@ -281,13 +274,13 @@ a2_parse_events(Jsonb *events, const char *session_id, bool for_complete,
 		ev->type = pnstrdup(f.val.string.val, f.val.string.len);
 
 		if (getKeyJsonValueFromContainer(obj, "payload", 7, &f) != NULL)
-			ev->payload = value_to_jsonb(&f);
+			ev->payload = JsonbValueToJsonb(&f);
 		else
 		{
 			JsonbValue	jnull;
 
 			jnull.type = jbvNull;
-			ev->payload = value_to_jsonb(&jnull);
+			ev->payload = JsonbValueToJsonb(&jnull);
 		}
 
 		if (a2_json_field(obj, "cause", &f))
