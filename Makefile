@@ -4,23 +4,8 @@ EXTENSION = a2
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).control)
 
 MODULE_big = a2
-OBJS = \
-	src/module.o \
-	src/clock.o \
-	src/spi_plans.o \
-	src/validate.o \
-	src/json_out.o \
-	src/notify.o \
-	src/append.o \
-	src/read.o \
-	src/claim.o \
-	src/renew.o \
-	src/complete.o \
-	src/fail.o \
-	src/pins.o \
-	src/snapshots.o \
-	src/state.o \
-	src/presence.o
+# one object per C file in src/
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
@@ -46,4 +31,5 @@ version-check:
 	@grep -q '"version": "$(EXTVERSION)"' META.json || \
 		{ echo "META.json version differs from a2.control ($(EXTVERSION))"; exit 1; }
 	@test -f sql/$(EXTENSION)--$(EXTVERSION).sql || \
-		{ echo "missing sql/$(EXTENSION)--$(EXTVERSION).sql"; exit 1; }
+		ls sql/$(EXTENSION)--*--$(EXTVERSION).sql >/dev/null 2>&1 || \
+		{ echo "no install script or upgrade path to $(EXTVERSION) in sql/"; exit 1; }
