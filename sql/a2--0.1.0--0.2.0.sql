@@ -14,3 +14,133 @@
 -- == operations: inspection, metrics, retention (issue 10) ===============
 
 -- == distributed mode (issue 12) =========================================
+
+-- Distributed mode: a2 on Citus, sharded by session_id (presence by ns),
+-- every session call delegated to the node that holds its session.  A
+-- single-node install never uses these objects (a2_session_locks stays
+-- empty); the C code switches to its distributed statements when
+-- a2_events is a Citus table.
+
+-- One row per session, written the first time a session is locked in
+-- distributed mode.  Its row lock is the session lock there: it lives on
+-- the shard's node, so a call run by the coordinator and a call delegated
+-- to the worker serialize on the same lock (an advisory lock exists only on
+-- the node that takes it).
+CREATE TABLE a2_session_locks (
+	session_id		text	PRIMARY KEY
+);
+SELECT pg_catalog.pg_extension_config_dump('a2_session_locks', '');
+
+COMMENT ON TABLE a2_session_locks IS
+'Distributed mode only: one row per session, locked FOR UPDATE as the session lock so that calls serialize on the node that holds the session.';
+
+CREATE FUNCTION a2_distribute(shard_count integer DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+	-- Every extension table and how it is distributed; the first table of
+	-- a group anchors the colocation group.  A new table is one line here.
+	tables CONSTANT text[][] := ARRAY[
+		['a2_events',              'session_id'],
+		['a2_snapshots',           'session_id'],
+		['a2_snapshot_history',    'session_id'],
+		['a2_snapshot_pins',       'session_id'],
+		['a2_session_locks',       'session_id'],
+		['a2_presence',            'ns'],
+		['a2_presence_tombstones', 'ns']];
+	-- Index changes, run on every node (the extension created the tables on
+	-- each node, so Citus does not re-create the workers' copies).
+	index_ddl CONSTANT text[] := ARRAY[
+		'CREATE UNIQUE INDEX IF NOT EXISTS a2_events_session_event_id'
+		' ON @extschema@.a2_events (session_id, event_id)',
+		'DROP INDEX IF EXISTS @extschema@.a2_events_event_id'];
+	ext_schema CONSTANT text := '@extschema@';
+	rel regclass;
+	anchor regclass;
+	ddl text;
+	fn record;
+	res record;
+	missing text;
+BEGIN
+	IF shard_count IS NOT NULL AND shard_count < 1 THEN
+		RAISE EXCEPTION 'shard_count must be at least 1, not %', shard_count
+			USING ERRCODE = '22023';
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+		RAISE EXCEPTION 'a2_distribute needs the citus extension'
+			USING ERRCODE = '0A000',
+				  HINT = 'Preload citus (shared_preload_libraries = ''citus,a2''), CREATE EXTENSION citus, add the workers, then call a2_distribute() on the coordinator.';
+	END IF;
+	IF NOT citus_is_coordinator() THEN
+		RAISE EXCEPTION 'a2_distribute must run on the Citus coordinator'
+			USING ERRCODE = '0A000';
+	END IF;
+
+	-- Refuse tables nobody told us how to distribute (a new table that
+	-- lacks its line above), before changing anything.
+	SELECT string_agg(c.relname, ', ' ORDER BY c.relname) INTO missing
+	  FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
+	 WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e'
+	   AND d.refclassid = 'pg_extension'::regclass
+	   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'a2')
+	   AND c.relkind = 'r'
+	   AND c.relname <> ALL (tables[:][1:1]);
+	IF missing IS NOT NULL THEN
+		RAISE EXCEPTION 'a2_distribute has no distribution rule for table(s) %', missing
+			USING ERRCODE = '0A000',
+				  HINT = 'Add a line for each table to the list in a2_distribute.';
+	END IF;
+
+	-- 1. Event ids unique per session, on every node, while the tables are
+	--    still local (Citus refuses unique indexes without session_id).
+	--    Once a2_events is distributed this was done (and workers refuse
+	--    DDL on their copies), so a second call skips it.
+	FOREACH ddl IN ARRAY index_ddl LOOP
+		EXIT WHEN EXISTS (SELECT 1 FROM pg_dist_partition p
+						   WHERE p.logicalrelid = format('%I.%I', ext_schema, 'a2_events')::regclass);
+		EXECUTE ddl;
+		FOR res IN SELECT * FROM run_command_on_workers(ddl) LOOP
+			IF NOT res.success THEN
+				RAISE EXCEPTION 'a2_distribute could not change the indexes of worker %:%', res.nodename, res.nodeport
+					USING ERRCODE = 'XX000', DETAIL = res.result;
+			END IF;
+		END LOOP;
+	END LOOP;
+
+	-- 2. Distribute the tables (a table already distributed is skipped).
+	anchor := NULL;
+	FOR i IN 1 .. array_length(tables, 1) LOOP
+		rel := format('%I.%I', ext_schema, tables[i][1])::regclass;
+		IF NOT EXISTS (SELECT 1 FROM pg_dist_partition p WHERE p.logicalrelid = rel) THEN
+			IF anchor IS NULL THEN
+				PERFORM create_distributed_table(rel, tables[i][2],
+												 colocate_with => 'none',
+												 shard_count => shard_count);
+			ELSE
+				PERFORM create_distributed_table(rel, tables[i][2],
+												 colocate_with => anchor::text);
+			END IF;
+		END IF;
+		anchor := COALESCE(anchor, rel);
+	END LOOP;
+
+	-- 3. Delegate every function whose first argument is the distribution
+	--    column (session_id or ns) to the node of that shard, even inside
+	--    a transaction block (force_delegation).
+	FOR fn IN
+		SELECT p.oid::regprocedure AS sig, p.proargnames[1] AS arg
+		  FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
+		 WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
+		   AND d.refclassid = 'pg_extension'::regclass
+		   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'a2')
+		   AND p.proargnames[1] IN ('session_id', 'ns')
+		 ORDER BY p.oid
+	LOOP
+		PERFORM create_distributed_function(fn.sig, fn.arg,
+											colocate_with => format('%I.%I', ext_schema, 'a2_events'),
+											force_delegation => true);
+	END LOOP;
+END
+$fn$;

@@ -31,6 +31,7 @@
 #include "a2.h"
 #include "append.h"
 #include "clock.h"
+#include "distributed.h"
 #include "notify.h"
 #include "spi_plans.h"
 
@@ -120,21 +121,33 @@ static A2Statement insert_one_generated = {
 	.sql = INSERT_ONE_SQL(""), INSERT_ONE_ARGS
 };
 
-/* the first batch id stored by someone else (not by the insert just run) */
+/*
+ * The first batch id stored by someone else (not by the insert just run).
+ * Distributed mode: ids are unique per session, so only this session's
+ * rows can hold them (and a query across sessions would touch every shard).
+ */
 static A2Statement find_existing_id = {
 	.sql = "SELECT e.event_id FROM unnest($1) WITH ORDINALITY AS i(id, ord)"
 	"  JOIN @extschema@.a2_events e ON e.event_id = i.id"
 	" WHERE NOT (e.session_id = $2 AND e.idx > $3)"
 	" ORDER BY i.ord LIMIT 1",
+	.dist_sql = "SELECT e.event_id FROM @extschema@.a2_events e"
+	" WHERE e.session_id = $2 AND e.idx <= $3 AND e.event_id = ANY ($1)"
+	" ORDER BY pg_catalog.array_position($1, e.event_id) LIMIT 1",
 	.nargs = 3, .argtypes = {TEXTARRAYOID, TEXTOID, INT8OID}
 };
 
+/* $2, the session, only narrows the distributed form (see above) */
 static A2Statement events_by_ids = {
 	.sql = "SELECT " A2_EVENT_COLUMNS
 	"  FROM unnest($1) WITH ORDINALITY AS i(id, ord)"
 	"  JOIN @extschema@.a2_events e ON e.event_id = i.id"
 	" ORDER BY i.ord",
-	.nargs = 1, .argtypes = {TEXTARRAYOID}
+	.dist_sql = "SELECT " A2_EVENT_COLUMNS
+	"  FROM @extschema@.a2_events e"
+	" WHERE e.session_id = $2 AND e.event_id = ANY ($1)"
+	" ORDER BY pg_catalog.array_position($1, e.event_id)",
+	.nargs = 2, .argtypes = {TEXTARRAYOID, TEXTOID}
 };
 
 static A2Statement lock_parents = {
@@ -155,9 +168,10 @@ a2_session_has_pending(const char *session_id)
 }
 
 uint64
-a2_fetch_events_by_ids(char **ids, int count)
+a2_fetch_events_by_ids(const char *session_id, char **ids, int count)
 {
-	Datum		values[1] = {a2_text_array(ids, count)};
+	Datum		values[2] = {a2_text_array(ids, count),
+	CStringGetTextDatum(session_id)};
 
 	return a2_exec(&events_by_ids, values, NULL, false, SPI_OK_SELECT);
 }
@@ -391,7 +405,17 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 		else
 			all_generated = false;
 	}
-	if (count == 1)
+	if (a2_distributed())
+	{
+		bool	   *blocked = palloc(sizeof(bool) * Max(count, 1));
+
+		batch_blocked_lanes(events, count, blocked);
+		out.inserted = a2_dist_insert_events(session_id, events, count, blocked,
+											 now_ms, all_generated,
+											 had_pending != NULL,
+											 &out.base, &out.pending);
+	}
+	else if (count == 1)
 		insert_single(session, &events[0], now_ms, all_generated,
 					  had_pending != NULL, &out);
 	else
@@ -449,7 +473,7 @@ detect_replay(const char *session_id, A2EventInput *events, int count,
 	if (nids == 0)
 		return false;
 
-	found = a2_fetch_events_by_ids(ids, nids);
+	found = a2_fetch_events_by_ids(session_id, ids, nids);
 	if (found == 0)
 		return false;
 

@@ -31,10 +31,12 @@ extern bool a2_session_has_pending(const char *session_id);
 
 /*
  * Stored events with the given ids, in the given order (ids that do not
- * exist are skipped).  Leaves them in SPI_tuptable, columns
+ * exist are skipped).  Any session's in single-node mode; only session_id's
+ * in distributed mode, where ids are unique per session.  Leaves them in SPI_tuptable, columns
  * A2_EVENT_COLUMNS; returns the count.
  */
-extern uint64 a2_fetch_events_by_ids(char **ids, int count);
+extern uint64 a2_fetch_events_by_ids(const char *session_id, char **ids,
+									  int count);
 
 /* Whether stored row `row` of SPI_tuptable matches a batch element. */
 extern bool a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cause);

@@ -123,7 +123,7 @@ replay_completion(CompleteArgs *args, Jsonb *stored_ids, A2Json *js)
 	check_returned_ids(args, stored_ids);
 	if (args->count == 0)
 		return;
-	found = a2_fetch_events_by_ids(args->ids, args->count);
+	found = a2_fetch_events_by_ids(args->session_id, args->ids, args->count);
 	if (found != (uint64) args->count)
 		mismatch(args, "A returned event of the completed attempt is missing.");
 	for (int i = 0; i < args->count; i++)

@@ -7,7 +7,9 @@
  *	  lock first, then event rows in index order, then snapshot rows.  The
  *	  session lock key is hashtext(session_id) widened to bigint, the key the
  *	  TypeScript backend takes with pg_advisory_xact_lock(hashtext($1)), so a
- *	  TypeScript worker and SQL callers serialize against each other.
+ *	  TypeScript worker and SQL callers serialize against each other.  In
+ *	  distributed mode the session lock is a row lock on the node that holds
+ *	  the session instead (see distributed.c).
  *
  * IDENTIFICATION
  *	  src/module.c
@@ -24,6 +26,7 @@
 
 #include "a2.h"
 #include "clock.h"
+#include "distributed.h"
 #include "notify.h"
 #include "spi_plans.h"
 
@@ -46,6 +49,11 @@ a2_lock_session(const char *session_id)
 {
 	Datum		key;
 
+	if (a2_distributed())
+	{
+		a2_dist_lock_session(session_id);
+		return;
+	}
 	key = DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
 								  CStringGetTextDatum(session_id));
 	DirectFunctionCall1(pg_advisory_xact_lock_int8,

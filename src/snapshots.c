@@ -103,6 +103,25 @@ static A2Statement drop_history_at = {
 	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
 };
 
+/*
+ * Distributed mode: Citus runs no INSERT ... SELECT as a single-shard
+ * router query, so a pin is one INSERT ... VALUES each and the head moves
+ * to history through C (read it, then put_history).
+ */
+static A2Statement insert_pin = {
+	.sql = "INSERT INTO @extschema@.a2_snapshot_pins"
+	"  (session_id, event_index, reducer_name, up_to_index)"
+	" VALUES ($1, $4, $2, $3) ON CONFLICT DO NOTHING",
+	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8OID}
+};
+
+static A2Statement read_head = {
+	.sql = "SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
+	"  FROM @extschema@.a2_snapshots s"
+	" WHERE s.session_id = $1 AND s.reducer_name = $2",
+	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
+};
+
 typedef struct SnapshotWrite
 {
 	int			position;		/* in the argument, for a stable sort */
@@ -239,8 +258,35 @@ pin_write(PutContext *ctx, SnapshotWrite *w)
 	values[0] = CStringGetTextDatum(ctx->session_id);
 	values[1] = CStringGetTextDatum(ctx->reducer);
 	values[2] = Int64GetDatum(w->index);
+	if (a2_distributed())
+	{
+		for (int j = 0; j < n; j++)
+		{
+			values[3] = Int64GetDatum(keep[j]);
+			a2_exec(&insert_pin, values, NULL, false, SPI_OK_INSERT);
+		}
+		return;
+	}
 	values[3] = a2_int8_array(keep, NULL, n);
 	a2_exec(&insert_pins, values, NULL, false, SPI_OK_INSERT);
+}
+
+/* head_to_history in distributed mode: the head row, then put_history */
+static void
+head_to_history_routed(Datum *key)
+{
+	Datum		row[5];
+
+	if (a2_exec(&read_head, key, NULL, false, SPI_OK_SELECT) != 1)
+		return;
+	/* the tuple table stays valid until a2_spi_end(); no column is null */
+	for (int c = 0; c < 5; c++)
+	{
+		bool		isnull;
+
+		row[c] = a2_col(0, c + 1, &isnull);
+	}
+	a2_exec(&put_history, row, NULL, false, SPI_OK_INSERT);
 }
 
 static bool
@@ -284,7 +330,12 @@ put_snapshots(PutContext *ctx)
 		if (!has_head || w->index >= head)
 		{
 			if (has_head && w->index > head && pinned(ctx, head))
-				a2_exec(&head_to_history, values, NULL, false, SPI_OK_INSERT);
+			{
+				if (a2_distributed())
+					head_to_history_routed(values);
+				else
+					a2_exec(&head_to_history, values, NULL, false, SPI_OK_INSERT);
+			}
 			a2_exec(&put_head, values, NULL, false, SPI_OK_INSERT);
 			a2_exec(&drop_history_at, values, NULL, false, SPI_OK_DELETE);
 			has_head = true;

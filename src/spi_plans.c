@@ -25,6 +25,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "lib/stringinfo.h"
@@ -43,6 +44,7 @@ static uint64 cache_generation = 0;
 static char *schema_quoted = NULL;	/* in TopMemoryContext */
 static Oid	events_relid = InvalidOid;
 static Oid	schema_oid = InvalidOid;
+static bool distributed = false;
 
 static void
 relcache_callback(Datum arg, Oid relid)
@@ -89,6 +91,34 @@ extension_namespace(void)
 	return nsp;
 }
 
+/*
+ * Is `relid` in Citus's pg_dist_partition?  A catalog scan rather than a
+ * query, so it costs nothing on a server without Citus (no such table) and
+ * runs outside SPI.
+ */
+static bool
+citus_distributes(Oid relid)
+{
+	Oid			dist_partition = get_relname_relid("pg_dist_partition",
+												   PG_CATALOG_NAMESPACE);
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	bool		found;
+
+	if (!OidIsValid(dist_partition) || !OidIsValid(relid))
+		return false;
+	rel = table_open(dist_partition, AccessShareLock);
+	/* logicalrelid (a regclass) is its first column */
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &key);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
 static void
 refresh_cache(void)
 {
@@ -102,9 +132,18 @@ refresh_cache(void)
 	schema_quoted = MemoryContextStrdup(TopMemoryContext,
 										quote_identifier(nspname));
 	events_relid = get_relname_relid("a2_events", nsp);
+	distributed = citus_distributes(events_relid);
 	schema_oid = nsp;
 	cache_generation++;
 	cache_valid = true;
+}
+
+bool
+a2_distributed(void)
+{
+	if (!cache_valid)
+		refresh_cache();
+	return distributed;
 }
 
 Oid
@@ -178,13 +217,17 @@ prepare(A2Statement *stmt)
 		SPI_freeplan(stmt->plan);
 		stmt->plan = NULL;
 	}
-	sql = expand_schema(stmt->sql);
+	sql = expand_schema(distributed && stmt->dist_sql ? stmt->dist_sql : stmt->sql);
+
 	/*
-	 * Always the generic plan: every statement is keyed by session and
-	 * index, so parameter values never change the best plan, and a custom
-	 * plan would mean planning on every call.
+	 * Single node: always the generic plan.  Every statement is keyed by
+	 * session and index, so parameter values never change the best plan,
+	 * and a custom plan would mean planning on every call.  Distributed:
+	 * always a custom plan, because Citus routes a statement to its shard
+	 * from the session_id value, which a generic plan does not have.
 	 */
 	plan = SPI_prepare_cursor(sql, stmt->nargs, stmt->argtypes,
+							  distributed ? CURSOR_OPT_CUSTOM_PLAN :
 							  CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare_cursor failed for \"%s\": %s",

@@ -25,6 +25,11 @@
 typedef struct A2Statement
 {
 	const char *sql;			/* text with @extschema@ placeholders */
+	/*
+	 * Distributed mode (a2_events is a Citus table): the text to run there
+	 * instead, when `sql` is not a single-shard router query.  NULL: `sql`.
+	 */
+	const char *dist_sql;
 	int			nargs;
 	Oid			argtypes[A2_MAX_STMT_ARGS];
 	/* filled in by the cache */
@@ -33,6 +38,15 @@ typedef struct A2Statement
 } A2Statement;
 
 extern void a2_plans_init(void);
+
+/*
+ * Distributed mode: a2_events is a Citus distributed table.  Looked up with
+ * the schema and kept until a2_events' relcache entry is invalidated (Citus
+ * invalidates it when it distributes the table).  In this mode statements
+ * use their dist_sql text and custom plans, which Citus can route to one
+ * shard; a2_distributed() lets a module pick a different code path.
+ */
+extern bool a2_distributed(void);
 
 /* OID of one of the extension's relations (InvalidOid if missing). */
 extern Oid	a2_relid(const char *relname);

@@ -87,6 +87,45 @@ static A2Statement read_states = {
 	.nargs = 4, .argtypes = {TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID}
 };
 
+/*
+ * Distributed mode: the same for one request ($1 session, $2 through, $3
+ * snapshot-through, $4 reducer), every relation filtered on session_id =
+ * $1, so Citus routes it whole to the session's shard (one snapshot
+ * there).  a2_read_states runs it once per request, in request order.
+ */
+static A2Statement read_state_one = {
+	.sql = "WITH sel AS MATERIALIZED ("
+	"  SELECT (SELECT h.up_to_index FROM @extschema@.a2_snapshots h"
+	"           WHERE h.session_id = $1 AND h.reducer_name = $4) AS head_index,"
+	"         c.up_to_index AS snap_index, c.state AS snap_state"
+	"    FROM (SELECT 1) AS one"
+	"    LEFT JOIN LATERAL ("
+	"      SELECT u.up_to_index, u.state FROM ("
+	"        (SELECT s.up_to_index, s.state FROM @extschema@.a2_snapshots s"
+	"          WHERE s.session_id = $1 AND s.reducer_name = $4"
+	"            AND s.up_to_index <= COALESCE($3, 9223372036854775807))"
+	"        UNION ALL"
+	"        (SELECT x.up_to_index, x.state FROM @extschema@.a2_snapshot_history x"
+	"          WHERE x.session_id = $1 AND x.reducer_name = $4"
+	"            AND x.up_to_index <= COALESCE($3, 9223372036854775807)"
+	"          ORDER BY x.up_to_index DESC LIMIT 1)"
+	"      ) u ORDER BY u.up_to_index DESC LIMIT 1"
+	"    ) c ON true"
+	") "
+	"SELECT NULL::text, NULL::bigint, NULL::text, NULL::jsonb, NULL::text, NULL::bigint,"
+	"       1, 0, sel.head_index, sel.snap_index, sel.snap_state"
+	"  FROM sel "
+	"UNION ALL "
+	"SELECT e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at,"
+	"       1, 1, NULL, NULL, NULL"
+	"  FROM sel, @extschema@.a2_events e"
+	" WHERE e.session_id = $1"
+	"   AND e.idx > COALESCE(sel.snap_index, -1)"
+	"   AND e.idx <= COALESCE($2, 9223372036854775807) "
+	"ORDER BY 8, 2",
+	.nargs = 4, .argtypes = {TEXTOID, INT8OID, INT8OID, TEXTOID}
+};
+
 typedef struct StateRequests
 {
 	int			count;
@@ -110,21 +149,52 @@ alloc_requests(StateRequests *req, int count)
 	req->snap_null = palloc(sizeof(bool) * n);
 }
 
+static void emit_results(uint64 n, A2Json *js);
+
+/* Distributed mode: one routed statement per request, in request order. */
+static void
+run_requests_routed(StateRequests *req, const char *reducer, A2Json *js)
+{
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+
+	values[3] = CStringGetTextDatum(reducer);
+	for (int i = 0; i < req->count; i++)
+	{
+		values[0] = CStringGetTextDatum(req->sessions[i]);
+		values[1] = Int64GetDatum(req->through[i]);
+		nulls[1] = req->through_null[i] ? 'n' : ' ';
+		values[2] = Int64GetDatum(req->snap_through[i]);
+		nulls[2] = req->snap_null[i] ? 'n' : ' ';
+		emit_results(a2_exec(&read_state_one, values, nulls, true, SPI_OK_SELECT), js);
+	}
+}
+
 /* Emits one result object per request into the open array `js`. */
 static void
 run_requests(StateRequests *req, const char *reducer, A2Json *js)
 {
 	Datum		values[4];
-	uint64		n;
-	bool		open = false;
 
 	if (req->count == 0)
 		return;
+	if (a2_distributed())
+	{
+		run_requests_routed(req, reducer, js);
+		return;
+	}
 	values[0] = a2_text_array(req->sessions, req->count);
 	values[1] = a2_int8_array(req->through, req->through_null, req->count);
 	values[2] = a2_int8_array(req->snap_through, req->snap_null, req->count);
 	values[3] = CStringGetTextDatum(reducer);
-	n = a2_exec(&read_states, values, NULL, true, SPI_OK_SELECT);
+	emit_results(a2_exec(&read_states, values, NULL, true, SPI_OK_SELECT), js);
+}
+
+/* Turn the rows of one read_states/read_state_one result into objects. */
+static void
+emit_results(uint64 n, A2Json *js)
+{
+	bool		open = false;
 
 	for (uint64 r = 0; r < n; r++)
 	{

@@ -1,0 +1,175 @@
+/*-------------------------------------------------------------------------
+ *
+ * distributed.c
+ *	  Distributed mode: the session lock and the event insertion, in forms
+ *	  Citus runs as single-shard router queries.
+ *
+ *	  A transaction advisory lock exists only on the node that takes it: a
+ *	  call the coordinator runs (a2 inside a larger statement, say) and a
+ *	  call delegated to the worker would each lock their own node and
+ *	  interleave.  So in distributed mode the session lock is a row lock on
+ *	  the session's a2_session_locks row, which lives in the shard colocated
+ *	  with the session's events: every path locks the same row on the same
+ *	  node.  The row is created on first use (INSERT ... ON CONFLICT DO
+ *	  NOTHING waits for a concurrent creator) and then locked FOR UPDATE,
+ *	  reading the latest committed version even under REPEATABLE READ.
+ *
+ *	  Event insertion: Citus refuses subqueries inside INSERT and would
+ *	  route INSERT ... SELECT from unnest() through the coordinator, so the
+ *	  greatest index and the lanes that already have unprocessed events are
+ *	  read first (under the session lock nothing changes them) and each
+ *	  event is one INSERT ... VALUES.
+ *
+ * IDENTIFICATION
+ *	  src/distributed.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+
+#include "append.h"
+#include "distributed.h"
+#include "spi_plans.h"
+
+static A2Statement lock_row = {
+	.sql = "SELECT 1 FROM @extschema@.a2_session_locks l"
+	" WHERE l.session_id = $1 FOR UPDATE",
+	.nargs = 1, .argtypes = {TEXTOID}
+};
+
+static A2Statement create_row = {
+	.sql = "INSERT INTO @extschema@.a2_session_locks (session_id) VALUES ($1)"
+	" ON CONFLICT (session_id) DO NOTHING",
+	.nargs = 1, .argtypes = {TEXTOID}
+};
+
+static A2Statement last_index = {
+	.sql = "SELECT e.idx FROM @extschema@.a2_events e"
+	" WHERE e.session_id = $1 ORDER BY e.idx DESC LIMIT 1",
+	.nargs = 1, .argtypes = {TEXTOID}
+};
+
+static A2Statement busy_lanes = {
+	.sql = "SELECT DISTINCT p.lane FROM @extschema@.a2_events p"
+	" WHERE p.session_id = $1 AND p.lane = ANY ($2) AND p.processed_at IS NULL",
+	.nargs = 2, .argtypes = {TEXTOID, TEXTARRAYOID}
+};
+
+#define INSERT_ROW_SQL(on_conflict) \
+	"INSERT INTO @extschema@.a2_events" \
+	"  (session_id, idx, event_type, payload, event_id, created_at," \
+	"   cause, lane, lane_ready, processed_at)" \
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)" on_conflict
+
+#define INSERT_ROW_ARGS \
+	.nargs = 10, .argtypes = {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, INT8OID, \
+	JSONBOID, TEXTOID, BOOLOID, INT8OID}
+
+static A2Statement insert_row = {
+	.sql = INSERT_ROW_SQL(" ON CONFLICT (session_id, event_id) DO NOTHING"),
+	INSERT_ROW_ARGS
+};
+
+static A2Statement insert_row_generated = {
+	.sql = INSERT_ROW_SQL(""), INSERT_ROW_ARGS
+};
+
+void
+a2_dist_lock_session(const char *session_id)
+{
+	Datum		values[1] = {CStringGetTextDatum(session_id)};
+
+	if (a2_exec_latest(&lock_row, values, NULL, SPI_OK_SELECT) > 0)
+		return;
+	a2_exec(&create_row, values, NULL, false, SPI_OK_INSERT);
+	if (a2_exec_latest(&lock_row, values, NULL, SPI_OK_SELECT) != 1)
+		elog(ERROR, "could not lock session \"%s\"", session_id);
+}
+
+/* Lanes of the batch that already have an unprocessed event (sorted names). */
+static char **
+lanes_in_use(Datum session, A2EventInput *events, int count, int *nbusy)
+{
+	char	  **lanes = palloc(sizeof(char *) * Max(count, 1));
+	char	  **busy;
+	int			n = 0;
+	uint64		found;
+	Datum		values[2];
+
+	*nbusy = 0;
+	for (int i = 0; i < count; i++)
+		if (events[i].lane)
+			lanes[n++] = events[i].lane;
+	if (n == 0)
+		return NULL;
+	values[0] = session;
+	values[1] = a2_text_array(lanes, n);
+	found = a2_exec_latest(&busy_lanes, values, NULL, SPI_OK_SELECT);
+	busy = palloc(sizeof(char *) * Max(found, 1));
+	for (uint64 r = 0; r < found; r++)
+		busy[r] = a2_col_text(r, 1);
+	*nbusy = (int) found;
+	return busy;
+}
+
+static bool
+lane_listed(char **lanes, int n, const char *lane)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(lanes[i], lane) == 0)
+			return true;
+	return false;
+}
+
+int64
+a2_dist_insert_events(const char *session_id, A2EventInput *events,
+					  int count, const bool *blocked, int64 now_ms,
+					  bool generated, bool need_pending,
+					  int64 *base, bool *pending)
+{
+	Datum		session = CStringGetTextDatum(session_id);
+	Datum		values[10];
+	char		nulls[10];
+	char	  **busy;
+	int			nbusy;
+	int64		inserted = 0;
+
+	*base = 0;
+	if (a2_exec_latest(&last_index, &session, NULL, SPI_OK_SELECT) > 0)
+		*base = a2_col_int64(0, 1);
+	*pending = need_pending && a2_session_has_pending(session_id);
+	busy = lanes_in_use(session, events, count, &nbusy);
+
+	for (int i = 0; i < count; i++)
+	{
+		A2EventInput *ev = &events[i];
+
+		memset(nulls, ' ', sizeof(nulls));
+		values[0] = session;
+		values[1] = Int64GetDatum(*base + 1 + i);
+		values[2] = CStringGetTextDatum(ev->type);
+		values[3] = JsonbPGetDatum(ev->payload);
+		values[4] = CStringGetTextDatum(ev->id);
+		values[5] = Int64GetDatum(now_ms);
+		if (ev->cause)
+			values[6] = JsonbPGetDatum(ev->cause);
+		else
+			nulls[6] = 'n';
+		if (ev->lane)
+			values[7] = CStringGetTextDatum(ev->lane);
+		else
+			nulls[7] = 'n';
+		values[8] = BoolGetDatum(ev->lane == NULL ||
+								 (!blocked[i] && !lane_listed(busy, nbusy, ev->lane)));
+		if (ev->settled)
+			values[9] = Int64GetDatum(now_ms);
+		else
+			nulls[9] = 'n';
+		inserted += a2_exec(generated ? &insert_row_generated : &insert_row,
+							values, nulls, false, SPI_OK_INSERT);
+	}
+	return inserted;
+}

@@ -1,0 +1,42 @@
+/*-------------------------------------------------------------------------
+ *
+ * distributed.h
+ *	  Distributed mode (a2 on Citus, a2_distribute()): the code paths whose
+ *	  single-node form Citus cannot run as one single-shard router query.
+ *	  Everything here runs only when a2_distributed() is true; each module
+ *	  branches to it in one place.
+ *
+ *	  Lock order is the single-node one: the session lock (here the row
+ *	  lock on a2_session_locks, taken on the node that holds the session),
+ *	  then event rows in index order, then snapshot rows.
+ *
+ * IDENTIFICATION
+ *	  src/distributed.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef A2_DISTRIBUTED_H
+#define A2_DISTRIBUTED_H
+
+#include "validate.h"
+
+/*
+ * The session lock in distributed mode: FOR UPDATE on the session's
+ * a2_session_locks row (created on first use).  Call inside SPI.
+ */
+extern void a2_dist_lock_session(const char *session_id);
+
+/*
+ * Insert a batch after the session's greatest index, one router statement
+ * per event (Citus runs no INSERT with subqueries, nor INSERT ... SELECT
+ * from a function scan, on one shard).  blocked[i]: an earlier unsettled
+ * event of the batch has event i's lane.  Sets *base (greatest index
+ * before), *pending (when need_pending: an unprocessed event existed) and
+ * returns the rows written (fewer than count: an id was taken).
+ */
+extern int64 a2_dist_insert_events(const char *session_id, A2EventInput *events,
+								   int count, const bool *blocked, int64 now_ms,
+								   bool generated, bool need_pending,
+								   int64 *base, bool *pending);
+
+#endif							/* A2_DISTRIBUTED_H */
