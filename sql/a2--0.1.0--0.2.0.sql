@@ -31,6 +31,17 @@ CREATE TABLE a2_session_locks (
 );
 SELECT pg_catalog.pg_extension_config_dump('a2_session_locks', '');
 
+-- The same for presence writers of one participant, distributed by ns.
+CREATE TABLE a2_presence_locks (
+	ns				text	NOT NULL,
+	participant		text	NOT NULL,
+	PRIMARY KEY (ns, participant)
+);
+SELECT pg_catalog.pg_extension_config_dump('a2_presence_locks', '');
+
+COMMENT ON TABLE a2_presence_locks IS
+'Distributed mode only: one row per presence participant, locked FOR UPDATE so that writers of one participant serialize on the node that holds its namespace.';
+
 COMMENT ON TABLE a2_session_locks IS
 'Distributed mode only: one row per session, locked FOR UPDATE as the session lock so that calls serialize on the node that holds the session.';
 
@@ -49,7 +60,8 @@ DECLARE
 		['a2_snapshot_pins',       'session_id'],
 		['a2_session_locks',       'session_id'],
 		['a2_presence',            'ns'],
-		['a2_presence_tombstones', 'ns']];
+		['a2_presence_tombstones', 'ns'],
+		['a2_presence_locks',      'ns']];
 	-- Index changes, run on every node (the extension created the tables on
 	-- each node, so Citus does not re-create the workers' copies).
 	index_ddl CONSTANT text[] := ARRAY[
@@ -144,3 +156,49 @@ BEGIN
 	END LOOP;
 END
 $fn$;
+
+COMMENT ON FUNCTION a2_distribute(integer) IS
+'Distributed mode (Citus coordinator only): make event ids unique per session on every node, distribute the session tables by session_id and presence by ns in one colocation group (shard_count shards, default citus.shard_count), and delegate every session and presence function to the node of its shard. A second call changes nothing.';
+
+-- Where to LISTEN: a delegated call announces its session on the worker
+-- that ran it, a call the coordinator ran (say, inside a larger statement)
+-- on the coordinator.  A consumer LISTENs a2_events on each of these.
+CREATE FUNCTION a2_notify_nodes()
+RETURNS TABLE (node_name text, node_port integer)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	-- plpgsql, not sql: the body names a Citus catalog, which a single-node
+	-- install lacks, and is only parsed when called
+	IF to_regclass('pg_catalog.pg_dist_node') IS NULL THEN
+		RAISE EXCEPTION 'a2_notify_nodes needs the citus extension'
+			USING ERRCODE = '0A000';
+	END IF;
+	RETURN QUERY
+		SELECT n.nodename::text, n.nodeport
+		  FROM pg_catalog.pg_dist_node n
+		 WHERE n.isactive AND n.noderole = 'primary'
+		 ORDER BY n.groupid, n.nodename, n.nodeport;
+END
+$fn$;
+
+COMMENT ON FUNCTION a2_notify_nodes() IS
+'Distributed mode: the primary nodes (coordinator and workers) a consumer must LISTEN a2_events on to hear every session: delegated calls notify on the worker that ran them, coordinator-run calls on the coordinator. Errors when Citus is not installed.';
+
+CREATE FUNCTION a2_is_distributed()
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+	IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+		RETURN false;
+	END IF;
+	RETURN EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p
+					WHERE p.logicalrelid = '@extschema@.a2_events'::regclass);
+END
+$fn$;
+
+COMMENT ON FUNCTION a2_is_distributed() IS
+'Whether a2 runs in distributed mode (a2_events is a Citus distributed table, after a2_distribute()). There event ids are unique per session rather than across sessions, and consumers LISTEN on every node of a2_notify_nodes().';

@@ -20,6 +20,11 @@
  *	  read first (under the session lock nothing changes them) and each
  *	  event is one INSERT ... VALUES.
  *
+ *	  Presence writes follow the same rules: the participant lock is a row
+ *	  lock on a2_presence_locks (distributed by ns, so it lives with the
+ *	  namespace's rows), and each field is checked and written by
+ *	  single-row statements instead of INSERT ... SELECT from unnest().
+ *
  * IDENTIFICATION
  *	  src/distributed.c
  *
@@ -75,6 +80,61 @@ static A2Statement insert_row = {
 
 static A2Statement insert_row_generated = {
 	.sql = INSERT_ROW_SQL(""), INSERT_ROW_ARGS
+};
+
+static A2Statement lock_participant_row = {
+	.sql = "SELECT 1 FROM @extschema@.a2_presence_locks l"
+	" WHERE l.ns = $1 AND l.participant = $2 FOR UPDATE",
+	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
+};
+
+static A2Statement create_participant_row = {
+	.sql = "INSERT INTO @extschema@.a2_presence_locks (ns, participant) VALUES ($1, $2)"
+	" ON CONFLICT (ns, participant) DO NOTHING",
+	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
+};
+
+/* a live value or tombstone of the field newer than the write ($4 at, $5 now) */
+static A2Statement field_newer = {
+	.sql = "SELECT 1 FROM @extschema@.a2_presence p"
+	" WHERE p.ns = $1 AND p.participant = $2 AND p.field = $3"
+	"   AND p.expires_at > $5 AND p.at > $4"
+	" UNION ALL "
+	"SELECT 1 FROM @extschema@.a2_presence_tombstones t"
+	" WHERE t.ns = $1 AND t.participant = $2 AND t.field = $3"
+	"   AND t.expires_at > $5 AND t.at > $4"
+	" LIMIT 1",
+	.nargs = 5, .argtypes = {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT8OID}
+};
+
+static A2Statement drop_value = {
+	.sql = "DELETE FROM @extschema@.a2_presence p"
+	" WHERE p.ns = $1 AND p.participant = $2 AND p.field = $3",
+	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, TEXTOID}
+};
+
+static A2Statement drop_tombstone = {
+	.sql = "DELETE FROM @extschema@.a2_presence_tombstones t"
+	" WHERE t.ns = $1 AND t.participant = $2 AND t.field = $3",
+	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, TEXTOID}
+};
+
+static A2Statement put_tombstone = {
+	.sql = "INSERT INTO @extschema@.a2_presence_tombstones"
+	"  (ns, participant, field, at, expires_at) VALUES ($1, $2, $3, $4, $5)"
+	" ON CONFLICT (ns, participant, field) DO UPDATE"
+	"   SET at = excluded.at, expires_at = excluded.expires_at",
+	.nargs = 5, .argtypes = {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT8OID}
+};
+
+static A2Statement put_value = {
+	.sql = "INSERT INTO @extschema@.a2_presence"
+	"  (ns, participant, field, value, seen, at, expires_at)"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7)"
+	" ON CONFLICT (ns, participant, field) DO UPDATE"
+	"   SET value = excluded.value, seen = excluded.seen,"
+	"       at = excluded.at, expires_at = excluded.expires_at",
+	.nargs = 7, .argtypes = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, INT8OID, INT8OID, INT8OID}
 };
 
 void
@@ -172,4 +232,54 @@ a2_dist_insert_events(const char *session_id, A2EventInput *events,
 							values, nulls, false, SPI_OK_INSERT);
 	}
 	return inserted;
+}
+
+/* The write loses when the field has a newer live value or tombstone. */
+static bool
+field_wins(Datum *key, Datum field, int64 at_ms, int64 now_ms)
+{
+	Datum		values[5] = {key[0], key[1], field, Int64GetDatum(at_ms),
+	Int64GetDatum(now_ms)};
+
+	return a2_exec(&field_newer, values, NULL, false, SPI_OK_SELECT) == 0;
+}
+
+void
+a2_dist_presence_write(const char *ns, const char *participant,
+					   const A2PresenceFields *f, int64 at_ms,
+					   int64 seen, int64 now_ms, int64 expires_ms)
+{
+	Datum		key[2] = {CStringGetTextDatum(ns), CStringGetTextDatum(participant)};
+	Datum		values[7];
+
+	if (a2_exec_latest(&lock_participant_row, key, NULL, SPI_OK_SELECT) == 0)
+	{
+		a2_exec(&create_participant_row, key, NULL, false, SPI_OK_INSERT);
+		if (a2_exec_latest(&lock_participant_row, key, NULL, SPI_OK_SELECT) != 1)
+			elog(ERROR, "could not lock presence participant \"%s\"", participant);
+	}
+	values[0] = key[0];
+	values[1] = key[1];
+	for (int i = 0; i < f->ndel; i++)
+	{
+		values[2] = CStringGetTextDatum(f->del_fields[i]);
+		if (!field_wins(key, values[2], at_ms, now_ms))
+			continue;
+		a2_exec(&drop_value, values, NULL, false, SPI_OK_DELETE);
+		values[3] = Int64GetDatum(at_ms);
+		values[4] = Int64GetDatum(expires_ms);
+		a2_exec(&put_tombstone, values, NULL, false, SPI_OK_INSERT);
+	}
+	for (int i = 0; i < f->nset; i++)
+	{
+		values[2] = CStringGetTextDatum(f->set_fields[i]);
+		if (!field_wins(key, values[2], at_ms, now_ms))
+			continue;
+		a2_exec(&drop_tombstone, values, NULL, false, SPI_OK_DELETE);
+		values[3] = JsonbPGetDatum(f->set_values[i]);
+		values[4] = Int64GetDatum(seen);
+		values[5] = Int64GetDatum(at_ms);
+		values[6] = Int64GetDatum(expires_ms);
+		a2_exec(&put_value, values, NULL, false, SPI_OK_INSERT);
+	}
 }

@@ -18,6 +18,7 @@
 #ifndef A2_DISTRIBUTED_H
 #define A2_DISTRIBUTED_H
 
+#include "utils/jsonb.h"
 #include "validate.h"
 
 /*
@@ -38,5 +39,24 @@ extern int64 a2_dist_insert_events(const char *session_id, A2EventInput *events,
 								   int count, const bool *blocked, int64 now_ms,
 								   bool generated, bool need_pending,
 								   int64 *base, bool *pending);
+
+/*
+ * a2_presence_set's write in distributed mode: the participant lock (a row
+ * lock on a2_presence_locks, like the session lock), then per field one
+ * last-writer-wins check and one or two single-row statements.  Deletes
+ * first, then sets, as the single-node statements do.
+ */
+typedef struct A2PresenceFields
+{
+	int			nset;
+	char	  **set_fields;
+	Jsonb	  **set_values;
+	int			ndel;
+	char	  **del_fields;
+} A2PresenceFields;
+
+extern void a2_dist_presence_write(const char *ns, const char *participant,
+								   const A2PresenceFields *f, int64 at_ms,
+								   int64 seen, int64 now_ms, int64 expires_ms);
 
 #endif							/* A2_DISTRIBUTED_H */

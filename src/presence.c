@@ -16,7 +16,8 @@
  *	  advisory lock in the two-key space (key 1 = A2_PRESENCE_LOCK_CLASS,
  *	  key 2 = hashtext(ns || ':' || participant)), which never collides with
  *	  the one-key session locks.  Without it a delete and an older write
- *	  could both pass their checks and resurrect the field.
+ *	  could both pass their checks and resurrect the field.  (Distributed
+ *	  mode: a row lock and per-field statements, in distributed.c.)
  *
  * IDENTIFICATION
  *	  src/presence.c
@@ -38,6 +39,7 @@
 
 #include "a2.h"
 #include "clock.h"
+#include "distributed.h"
 #include "json_out.h"
 #include "spi_plans.h"
 #include "validate.h"
@@ -137,6 +139,16 @@ presence_write(PresenceWrite *w)
 	Datum		values[8];
 
 	a2_spi_begin();
+	if (a2_distributed())
+	{
+		A2PresenceFields f = {w->nset, w->set_fields, w->set_values,
+		w->ndel, w->del_fields};
+
+		a2_dist_presence_write(w->ns, w->participant, &f, w->at_ms, w->seen,
+							   w->now_ms, w->expires_ms);
+		a2_spi_end();
+		return;
+	}
 	lock_participant(w->ns, w->participant);
 	values[0] = CStringGetTextDatum(w->ns);
 	values[1] = CStringGetTextDatum(w->participant);

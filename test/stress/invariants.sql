@@ -156,10 +156,11 @@ $q$ SELECT format('%s/%s attempt %s returned %s: child #%s %s', p.session_id, p.
 	 CROSS JOIN LATERAL jsonb_array_elements_text(
 		   CASE jsonb_typeof(p.returned_event_ids) WHEN 'array' THEN p.returned_event_ids
 				ELSE '["<not an array>"]' END) WITH ORDINALITY AS r(id, ord)
-	  LEFT JOIN a2_events c ON c.event_id = r.id
+	  LEFT JOIN a2_events c ON c.session_id = p.session_id AND c.event_id = r.id
 	  LEFT JOIN LATERAL (
 		   SELECT f.idx AS first_idx FROM a2_events f
-			WHERE f.event_id = p.returned_event_ids->>0) f ON true
+			WHERE f.session_id = p.session_id
+			  AND f.event_id = p.returned_event_ids->>0) f ON true
 	 WHERE p.returned_event_ids IS NOT NULL
 	   AND (c.idx IS NULL
 			OR c.session_id <> p.session_id

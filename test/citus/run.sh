@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+#
+# test/citus/run.sh: a2 in distributed mode on a 3-node Citus cluster.
+#
+# When Citus is not installed in the PostgreSQL that PG_CONFIG names (the
+# case in CI: Citus is not packaged for Debian), prints one line
+#   skipped: citus is not installed
+# and exits 0.  Otherwise it starts its own throwaway cluster
+# (test/citus/cluster.sh: coordinator + 2 workers on 127.0.0.1, private
+# ports, shared_preload_libraries = 'citus,a2'), runs a2_distribute() twice,
+# and checks:
+#   schema     every node has the same a2 indexes and functions
+#   protocol   the whole protocol on a session on each worker, autocommit
+#              and in transactions with the caller's own rows (protocol.sql)
+#   routing    each delegated call is one task on its shard's node (EXPLAIN);
+#              each coordinator-run call talks to that node only, with no
+#              two-phase commit (citus.log_remote_commands)
+#   race       coordinator-run and delegated appends on one session at once:
+#              dense indexes, no error
+#   2pc        one transaction appending to sessions on both workers
+#   notify     a delegated append is heard on the node a2_notify_nodes() lists
+#   stress     test/stress's driver and invariants for a short run
+#   dump       pg_dump of the coordinator restores into a single-node a2
+# then stops every node (by data directory) and deletes the data.
+#
+# Environment: A2_CITUS_BASE (default /tmp/a2-citus), A2_CITUS_PORT (coordinator
+# port, workers the next two; default 54340), A2_CITUS_STRESS_SECONDS (10),
+# A2_CITUS_KEEP=1 keeps the cluster running afterwards.
+
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+root=$(cd "$here/../.." && pwd -P)
+# shellcheck source=scripts/lib.sh
+. "$root/scripts/lib.sh"
+a2_find_pg_config
+
+if [[ ! -f $("$PG_CONFIG" --pkglibdir)/citus.so ||
+	! -f $("$PG_CONFIG" --sharedir)/extension/citus.control ]]; then
+	echo "skipped: citus is not installed"
+	exit 0
+fi
+
+export A2_CITUS_BASE=${A2_CITUS_BASE:-/tmp/a2-citus}
+export A2_CITUS_PORT=${A2_CITUS_PORT:-54340}
+cluster=$here/cluster.sh
+work=$(mktemp -d /tmp/a2-citus-test.XXXXXX)
+chmod 0755 "$work"
+
+cleanup() {
+	if [[ ${A2_CITUS_KEEP:-0} == 1 ]]; then
+		a2_log "citus: leaving the cluster running (A2_CITUS_KEEP=1)"
+	else
+		bash "$cluster" destroy || true
+	fi
+	rm -rf -- "$work"
+}
+trap cleanup EXIT
+
+bash "$cluster" destroy
+bash "$cluster" start
+eval "$(bash "$cluster" env)"
+w1=$A2_CITUS_W1
+w2=$A2_CITUS_W2
+coord=$A2_CITUS_COORD
+
+failed=0
+pass() { printf 'ok   %s\n' "$*"; }
+fail() {
+	printf 'FAIL %s\n' "$*"
+	failed=$((failed + 1))
+}
+q() { psql -X -q -v ON_ERROR_STOP=1 -At "$@"; }
+
+# --- install ------------------------------------------------------------------
+q -c 'CREATE EXTENSION a2' -c 'SELECT a2_distribute()' -c 'SELECT a2_distribute()' >/dev/null
+q -f "$here/setup.sql" >/dev/null
+
+# --- schema: identical on every node -----------------------------------------
+describe="SELECT md5(string_agg(x, ';' ORDER BY x)) FROM (
+	SELECT indexrelid::regclass::text || ':' || pg_get_indexdef(indexrelid) AS x
+	  FROM pg_index WHERE indrelid IN (SELECT objid FROM pg_depend
+		WHERE refobjid = (SELECT oid FROM pg_extension WHERE extname = 'a2') AND deptype = 'e')
+	UNION ALL
+	SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid
+	 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'a2') AND d.deptype = 'e'
+	UNION ALL
+	SELECT c.relname FROM pg_class c JOIN pg_depend d ON d.objid = c.oid
+	 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'a2') AND d.deptype = 'e') s"
+sums=$(for p in "$coord" "$w1" "$w2"; do q -p "$p" -c "$describe"; done | sort -u | wc -l)
+if [[ $sums -eq 1 ]] &&
+	[[ $(q -c "SELECT count(*) FROM pg_indexes WHERE indexname = 'a2_events_event_id'") == 0 ]] &&
+	[[ $(q -c "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text LIKE 'a2\\_%'") == 8 ]] &&
+	[[ $(q -c "SELECT a2_is_distributed()") == t ]]; then
+	pass "schema: a2_distribute() twice; same indexes, functions and tables on all 3 nodes; 8 tables distributed"
+else
+	fail "schema: nodes differ ($sums distinct descriptions) or distribution incomplete"
+fi
+
+# --- protocol ------------------------------------------------------------------
+if q -f "$here/protocol.sql" >"$work/protocol.out" 2>&1; then
+	pass "protocol: sessions on both workers, autocommit and in transactions"
+else
+	cat "$work/protocol.out"
+	fail "protocol"
+fi
+
+. "$here/checks.sh"
+
+echo
+if [[ $failed -ne 0 ]]; then
+	echo "citus: $failed check(s) failed"
+	exit 1
+fi
+echo "citus: all checks passed"
