@@ -38,6 +38,8 @@
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "a2.h"
 #include "notifier.h"
@@ -162,6 +164,13 @@ a2_notifier_init(void)
 {
 	BackgroundWorker worker;
 
+	/*
+	 * Without preloading there is no queue, and a PGC_POSTMASTER setting
+	 * cannot be defined after start-up at all.
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
 	DefineCustomIntVariable("a2.notify_queue_size",
 							"Announcements the notifier's shared queue holds.",
 							"Each slot takes about 1 kB of shared memory. When "
@@ -172,9 +181,6 @@ a2_notifier_init(void)
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
-
-	if (!process_shared_preload_libraries_in_progress)
-		return;
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = notifier_shmem_request;
@@ -391,7 +397,74 @@ a2_notifier_release(const A2Taken *taken, int n, int64 announced, int64 coalesce
 	pg_atomic_fetch_add_u64(&shared->coalesced, coalesced);
 }
 
-/* ---- a2_notify_status() ------------------------------------------- */
+/* ---- SQL functions ------------------------------------------------- */
+
+/*
+ * Entries the worker still owes: taken and being sent, or recorded by a
+ * transaction that has finished (committed ones it will send, aborted ones
+ * it will drop).  Entries of running (or prepared) transactions are not
+ * owed yet.
+ */
+static int
+owed_entries(void)
+{
+	int			owed = 0;
+	int			i;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (i = 0; i < shared->nused; i++)
+	{
+		A2NotifySlot *slot = &qslots[used[i]];
+
+		if (slot->state == A2_SLOT_SENDING || !TransactionIdIsInProgress(slot->xid))
+			owed++;
+	}
+	LWLockRelease(shared->lock);
+	return owed;
+}
+
+PG_FUNCTION_INFO_V1(a2_notify_wait);
+
+/*
+ * a2_notify_wait(timeout_ms): wait until the notifier has sent everything
+ * that transactions finished so far are owed, so that a listener's next
+ * round trip receives it.  True when done, false after timeout_ms.
+ * Without the notifier announcements are sent at commit: true at once.
+ */
+Datum
+a2_notify_wait(PG_FUNCTION_ARGS)
+{
+	int64		timeout_ms;
+	TimestampTz deadline;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("timeout_ms must not be null")));
+	timeout_ms = PG_GETARG_INT64(0);
+	if (timeout_ms < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("timeout_ms must be >= 0, not " INT64_FORMAT, timeout_ms)));
+	if (shared == NULL)
+		PG_RETURN_BOOL(true);
+
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Min(timeout_ms, INT64CONST(86400000) * 365));
+	for (;;)
+	{
+		if (owed_entries() == 0)
+			PG_RETURN_BOOL(true);
+		if (GetCurrentTimestamp() >= deadline)
+			PG_RETURN_BOOL(false);
+		a2_notifier_wake();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* a2_notify_status() */
 
 PG_FUNCTION_INFO_V1(a2_notify_status);
 
