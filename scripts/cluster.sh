@@ -15,6 +15,10 @@
 # Settings (environment):
 #   A2_PGDATA  data directory            (default /tmp/a2-pg/data)
 #   A2_PGPORT  port, names the socket    (default 54329)
+#   A2_PRELOAD 1 = shared_preload_libraries = 'a2', so the background
+#              notifier runs (default); 0 = not preloaded, the in-transaction
+#              NOTIFY path of a plain CREATE EXTENSION
+#   A2_NOTIFY_QUEUE_SIZE  a2.notify_queue_size (default: a2's own, 4096)
 # The socket directory and the server log live next to the data directory:
 # $(dirname A2_PGDATA)/sock and $(dirname A2_PGDATA)/log.  A second cluster
 # (crash tests, dump/restore) therefore needs its own parent directory and
@@ -39,6 +43,11 @@ cmd=$1
 
 A2_PGDATA=${A2_PGDATA:-/tmp/a2-pg/data}
 A2_PGPORT=${A2_PGPORT:-54329}
+A2_PRELOAD=${A2_PRELOAD:-1}
+[[ $A2_PRELOAD == 0 || $A2_PRELOAD == 1 ]] || a2_die "A2_PRELOAD must be 0 or 1, not '$A2_PRELOAD'"
+A2_NOTIFY_QUEUE_SIZE=${A2_NOTIFY_QUEUE_SIZE:-}
+[[ -z $A2_NOTIFY_QUEUE_SIZE || $A2_NOTIFY_QUEUE_SIZE =~ ^[1-9][0-9]*$ ]] ||
+	a2_die "A2_NOTIFY_QUEUE_SIZE must be a positive number, not '$A2_NOTIFY_QUEUE_SIZE'"
 
 # Absolute and free of symlinks: it is compared with /proc/PID/cwd below.
 A2_PGDATA=$(realpath -m -- "$A2_PGDATA")
@@ -154,7 +163,8 @@ listen_addresses = ''
 port = $A2_PGPORT
 unix_socket_directories = '$sockdir'
 max_connections = 100
-max_prepared_transactions = 0
+# two-phase commit tests (PREPARE TRANSACTION after an append)
+max_prepared_transactions = 10
 shared_buffers = 128MB
 # Crash tests kill the server and rely on committed data surviving.
 fsync = on
@@ -167,6 +177,21 @@ logging_collector = off
 log_line_prefix = '%m [%p] %q%u@%d '
 log_lock_waits = on
 EOF
+	if [[ $A2_PRELOAD == 1 ]]; then
+		echo "shared_preload_libraries = 'a2'"
+	fi
+	if [[ -n $A2_NOTIFY_QUEUE_SIZE ]]; then
+		echo "a2.notify_queue_size = $A2_NOTIFY_QUEUE_SIZE"
+	fi
+}
+
+# A preloaded a2 is loaded once, by the postmaster: a library installed
+# after the server started is not the one it runs.
+library_newer_than_server() {
+	[[ $A2_PRELOAD == 1 ]] || return 1
+	local lib
+	lib=$("$PG_CONFIG" --pkglibdir)/a2.so
+	[[ -f $lib && $lib -nt $A2_PGDATA/postmaster.pid ]]
 }
 
 # Create DIR (mode MODE, owned by postgres) unless it exists; an existing one
@@ -247,14 +272,18 @@ do_start() {
 	fi
 
 	if running; then
-		if [[ $changed -eq 0 && $(pid_line 4) == "$A2_PGPORT" &&
+		if library_newer_than_server; then
+			a2_log "cluster: a2.so was installed after the server started; restarting it"
+			do_stop
+		elif [[ $changed -eq 0 && $(pid_line 4) == "$A2_PGPORT" &&
 			$(pid_line 5) == "$sockdir" ]] &&
 			"$PGBIN/pg_isready" -q -h "$sockdir" -p "$A2_PGPORT" -t 10; then
 			a2_log "cluster: reusing the running cluster (pid $(pid_line 1), port $A2_PGPORT)"
 			return 0
+		else
+			a2_log "cluster: a cluster with other settings is running on $A2_PGDATA; restarting it"
+			do_stop
 		fi
-		a2_log "cluster: a cluster with other settings is running on $A2_PGDATA; restarting it"
-		do_stop
 	fi
 	if ! running; then
 		clear_stale_locks

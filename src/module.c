@@ -27,6 +27,7 @@
 #include "a2.h"
 #include "clock.h"
 #include "distributed.h"
+#include "notifier.h"
 #include "notify.h"
 #include "spi_plans.h"
 
@@ -39,6 +40,7 @@ _PG_init(void)
 {
 	a2_clock_define_guc();
 	a2_notify_init();
+	a2_notifier_init();
 	a2_plans_init();
 	/* after every a2.* setting is defined, so none of their placeholders is lost */
 	MarkGUCPrefixReserved("a2");

@@ -1,21 +1,29 @@
 /*-------------------------------------------------------------------------
  *
  * notify.c
- *	  Deferred NOTIFY a2_events, one per session per transaction.
+ *	  Announcements on a2_events, one per session per transaction.
  *
  *	  Appends and completions record (session, greatest new index, subxact
- *	  level) here instead of notifying at once; just before commit (or
- *	  PREPARE, which PostgreSQL then refuses as it refuses any NOTIFY) the
- *	  greatest index per session becomes one Async_Notify() with payload
- *	  {"sessionId": ..., "index": n}.  Entries made in an aborted
- *	  subtransaction are dropped, so a rolled-back savepoint notifies
- *	  nothing.  The list lives in TopTransactionContext and is forgotten
- *	  at transaction end.
+ *	  level) here instead of announcing at once.  Entries made in an aborted
+ *	  subtransaction are dropped, so a rolled-back savepoint announces
+ *	  nothing.  Just before commit (or PREPARE) the greatest index per
+ *	  session is handed on, in one of two ways:
  *
- *	  PostgreSQL serializes the commits of notifying transactions (one
- *	  database-wide lock around the queue write), so the setting a2.notify
- *	  (default on, as the contract says) lets a deployment that never
- *	  LISTENs turn the notifications off.
+ *	  - a2 preloaded (shared_preload_libraries): recorded in the notifier's
+ *		shared queue with the top-level xid (notifier.c); the background
+ *		notifier sends NOTIFY once the transaction has committed and is
+ *		visible, outside this transaction's commit.  When the queue cannot
+ *		take all of a transaction's entries, that transaction falls back to
+ *		the in-transaction NOTIFY below (counted in a2_notify_status());
+ *		a PREPARE, which cannot carry a NOTIFY, waits for room instead.
+ *	  - otherwise: one Async_Notify() per session at pre-commit, with
+ *		payload {"sessionId": ..., "index": n}, as a2 0.1 did.  PostgreSQL
+ *		serializes the commits of notifying transactions, and refuses to
+ *		PREPARE them.
+ *
+ *	  The list lives in TopTransactionContext and is forgotten at
+ *	  transaction end.  The setting a2.notify (default on) turns
+ *	  announcements off for the sessions that set it.
  *
  * IDENTIFICATION
  *	  src/notify.c
@@ -32,9 +40,15 @@
 #include "utils/json.h"
 #include "utils/memutils.h"
 
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/wait_event.h"
+
+#include "notifier.h"
 #include "notify.h"
 
-#define A2_NOTIFY_CHANNEL "a2_events"
+/* how long a PREPARE waits for room in a full queue */
+#define A2_PREPARE_WAIT_MS	10000
 
 typedef struct PendingNotify
 {
@@ -44,48 +58,113 @@ typedef struct PendingNotify
 } PendingNotify;
 
 static List *pending = NIL;
-static bool a2_notify_enabled = true;
+static bool a2_notify_on = true;
 
-static void
-send_pending(void)
+void
+a2_notify_payload(StringInfo buf, const char *session_id, int64 max_index)
 {
-	ListCell   *lc;
-	List	   *sent = NIL;
+	appendStringInfoString(buf, "{\"sessionId\": ");
+	escape_json(buf, session_id);
+	appendStringInfo(buf, ", \"index\": " INT64_FORMAT "}", max_index);
+}
 
+bool
+a2_notify_enabled(void)
+{
+	return a2_notify_on;
+}
+
+/* The greatest index per session, one item per session, in first-seen order. */
+static int
+collect_pending(A2Announcement **items_out)
+{
+	A2Announcement *items;
+	int			n = 0;
+	ListCell   *lc;
+
+	items = palloc(sizeof(A2Announcement) * list_length(pending));
 	foreach(lc, pending)
 	{
 		PendingNotify *p = lfirst(lc);
-		int64		max_index = p->max_index;
-		bool		seen = false;
-		ListCell   *lc2;
-		StringInfoData payload;
+		int			i;
 
-		/* one notification per session: the greatest index wins */
-		foreach(lc2, sent)
+		for (i = 0; i < n; i++)
 		{
-			if (strcmp((char *) lfirst(lc2), p->session_id) == 0)
-			{
-				seen = true;
+			if (strcmp(items[i].session_id, p->session_id) == 0)
 				break;
-			}
 		}
-		if (seen)
-			continue;
-		for_each_cell(lc2, pending, lnext(pending, lc))
+		if (i < n)
+			items[i].max_index = Max(items[i].max_index, p->max_index);
+		else
 		{
-			PendingNotify *q = lfirst(lc2);
-
-			if (strcmp(q->session_id, p->session_id) == 0 && q->max_index > max_index)
-				max_index = q->max_index;
+			items[n].session_id = p->session_id;
+			items[n].max_index = p->max_index;
+			n++;
 		}
-		sent = lappend(sent, p->session_id);
+	}
+	*items_out = items;
+	return n;
+}
 
-		initStringInfo(&payload);
-		appendStringInfoString(&payload, "{\"sessionId\": ");
-		escape_json(&payload, p->session_id);
-		appendStringInfo(&payload, ", \"index\": " INT64_FORMAT "}", max_index);
+static void
+notify_in_transaction(const A2Announcement *items, int n)
+{
+	StringInfoData payload;
+	int			i;
+
+	initStringInfo(&payload);
+	for (i = 0; i < n; i++)
+	{
+		resetStringInfo(&payload);
+		a2_notify_payload(&payload, items[i].session_id, items[i].max_index);
 		Async_Notify(A2_NOTIFY_CHANNEL, payload.data);
 	}
+}
+
+/*
+ * A transaction about to PREPARE cannot NOTIFY, so a full queue makes it
+ * wait for the notifier to free room, and gives up with an error (which
+ * aborts the PREPARE, so nothing is lost) if none comes.
+ */
+static void
+record_for_prepare(const A2Announcement *items, int n)
+{
+	int			waited = 0;
+
+	while (!a2_notifier_record(items, n))
+	{
+		if (waited >= A2_PREPARE_WAIT_MS)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("a2 notification queue is full"),
+					 errdetail("A transaction that appended to %d session(s) cannot be prepared "
+							   "until the notifier frees room.", n),
+					 errhint("Check that the a2 notifier is running, or raise a2.notify_queue_size.")));
+		a2_notifier_wake();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		waited += 10;
+	}
+}
+
+static void
+dispatch_pending(bool prepare)
+{
+	A2Announcement *items;
+	int			n = collect_pending(&items);
+
+	if (!a2_notifier_available())
+		notify_in_transaction(items, n);
+	else if (prepare)
+		record_for_prepare(items, n);
+	else if (!a2_notifier_record(items, n))
+	{
+		a2_notifier_count_fallback();
+		notify_in_transaction(items, n);
+	}
+	pfree(items);
 }
 
 static void
@@ -96,11 +175,15 @@ xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PRE_PREPARE:
 			if (pending != NIL)
-				send_pending();
+				dispatch_pending(event == XACT_EVENT_PRE_PREPARE);
 			pending = NIL;
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_ABORT:
+			/* this or another transaction (COMMIT PREPARED) may have finished */
+			a2_notifier_wake();
+			pending = NIL;
+			break;
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
@@ -146,10 +229,9 @@ void
 a2_notify_init(void)
 {
 	DefineCustomBoolVariable("a2.notify",
-							 "Sends NOTIFY a2_events when a transaction adds events.",
-							 "Turn off only where nobody LISTENs: notifying commits "
-							 "are serialized by PostgreSQL.",
-							 &a2_notify_enabled,
+							 "Announces on a2_events the events a transaction adds.",
+							 "Turn off only where nobody LISTENs.",
+							 &a2_notify_on,
 							 true,
 							 PGC_USERSET,
 							 0,
@@ -166,7 +248,7 @@ a2_notify_session(const char *session_id, int64 max_index)
 	PendingNotify *p;
 	ListCell   *lc;
 
-	if (!a2_notify_enabled)
+	if (!a2_notify_on)
 		return;
 
 	/* a later call at the same level only raises the index */

@@ -72,6 +72,9 @@ psql_db -f "$work/cases.sql" >/dev/null
 	echo "LISTEN a2_events;"
 	for ((first = 1; first <= cases; first += chunk)); do
 		echo "SELECT a2_fuzz.run($first, $((first + chunk - 1)));"
+		# the notifier announces after commit: wait for this chunk's
+		# announcements, so psql prints them before the next chunk
+		echo "SELECT CASE WHEN a2_notify_wait(30000) THEN 'notified' ELSE 'notifier timed out' END;"
 	done
 } >"$work/run.sql"
 

@@ -1,0 +1,532 @@
+/*-------------------------------------------------------------------------
+ *
+ * notifier.c
+ *	  The notifier's shared-memory queue: settings, shared memory, the
+ *	  appending side (record, wake), the worker's accessors, and
+ *	  a2_notify_status().
+ *
+ *	  The queue is a fixed array of a2.notify_queue_size slots.  A slot
+ *	  holds one announcement: database, top-level xid, greatest index and
+ *	  the session id (up to A2_MAX_NAME_BYTES; the ids live in a separate
+ *	  array so the worker's scans touch only the small headers).  Free
+ *	  slots form a stack; used slots are listed densely in used[], so both
+ *	  recording and scanning cost what is queued, not the queue's size.
+ *	  It is not FIFO: a prepared transaction's entry may wait for COMMIT
+ *	  PREPARED while later entries are announced around it.
+ *
+ *	  One LWLock guards the whole structure.  Backends hold it only to copy
+ *	  their few entries in (at pre-commit); the worker holds it only to list
+ *	  and mark slots, never while it asks about xids or sends.
+ *
+ * IDENTIFICATION
+ *	  src/notifier.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/procarray.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "a2.h"
+#include "notifier.h"
+#include "notify.h"
+
+#define A2_NAME_STRIDE	(A2_MAX_NAME_BYTES + 1)
+
+typedef enum A2SlotState
+{
+	A2_SLOT_FREE = 0,
+	A2_SLOT_READY,				/* recorded; its xid may still be running */
+	A2_SLOT_SENDING				/* taken by the worker, not yet committed */
+} A2SlotState;
+
+typedef struct A2NotifySlot
+{
+	uint8		state;			/* A2SlotState */
+	uint16		len;			/* bytes of the session id in names */
+	Oid			dboid;
+	TransactionId xid;
+	int64		max_index;
+} A2NotifySlot;
+
+typedef struct A2NotifierShared
+{
+	LWLock	   *lock;
+	int			size;			/* number of slots */
+	int			nused;			/* entries in used[] */
+	int			nfree;			/* entries in freestack[] */
+	Latch	   *worker_latch;	/* NULL while no worker runs */
+	pid_t		worker_pid;
+	pg_atomic_uint64 recorded;
+	pg_atomic_uint64 announced;
+	pg_atomic_uint64 coalesced;
+	pg_atomic_uint64 fallbacks;
+	pg_atomic_uint64 dropped;
+	/* the arrays below follow, laid out by shmem_size() */
+} A2NotifierShared;
+
+static A2NotifierShared *shared = NULL;
+
+/* the queue's arrays, in shared memory after the header */
+static A2NotifySlot *qslots;	/* [size] */
+static int *used;				/* [nused] slot numbers in use */
+static int *usedpos;			/* [size] a slot's position in used, or -1 */
+static int *freestack;			/* [nfree] free slot numbers */
+static char *names;				/* [size][A2_NAME_STRIDE] session ids */
+static int	queue_size = 4096;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static Size
+shmem_size(int n)
+{
+	Size		sz = MAXALIGN(sizeof(A2NotifierShared));
+
+	sz = add_size(sz, MAXALIGN(mul_size(n, sizeof(A2NotifySlot))));
+	sz = add_size(sz, MAXALIGN(mul_size(n, sizeof(int))) * 3);
+	sz = add_size(sz, mul_size(n, A2_NAME_STRIDE));
+	return sz;
+}
+
+static void
+notifier_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(shmem_size(queue_size));
+	RequestNamedLWLockTranche("a2_notifier", 1);
+}
+
+static void
+notifier_shmem_startup(void)
+{
+	bool		found;
+	char	   *p;
+	int			i;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct("a2 notifier", shmem_size(queue_size), &found);
+	if (!found)
+	{
+		memset(shared, 0, sizeof(A2NotifierShared));
+		shared->lock = &(GetNamedLWLockTranche("a2_notifier"))->lock;
+		shared->size = queue_size;
+		pg_atomic_init_u64(&shared->recorded, 0);
+		pg_atomic_init_u64(&shared->announced, 0);
+		pg_atomic_init_u64(&shared->coalesced, 0);
+		pg_atomic_init_u64(&shared->fallbacks, 0);
+		pg_atomic_init_u64(&shared->dropped, 0);
+	}
+	/* every process computes the same addresses from the one base */
+	p = (char *) shared + MAXALIGN(sizeof(A2NotifierShared));
+	qslots = (A2NotifySlot *) p;
+	p += MAXALIGN(mul_size(queue_size, sizeof(A2NotifySlot)));
+	used = (int *) p;
+	p += MAXALIGN(mul_size(queue_size, sizeof(int)));
+	usedpos = (int *) p;
+	p += MAXALIGN(mul_size(queue_size, sizeof(int)));
+	freestack = (int *) p;
+	p += MAXALIGN(mul_size(queue_size, sizeof(int)));
+	names = p;
+	if (!found)
+	{
+		for (i = 0; i < queue_size; i++)
+		{
+			qslots[i].state = A2_SLOT_FREE;
+			usedpos[i] = -1;
+			/* pop order 0, 1, 2, ...: the stack's top is its end */
+			freestack[i] = queue_size - 1 - i;
+		}
+		shared->nfree = queue_size;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+a2_notifier_init(void)
+{
+	BackgroundWorker worker;
+
+	/*
+	 * Without preloading there is no queue, and a PGC_POSTMASTER setting
+	 * cannot be defined after start-up at all.
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	DefineCustomIntVariable("a2.notify_queue_size",
+							"Announcements the notifier's shared queue holds.",
+							"Each slot takes about 1 kB of shared memory. When "
+							"the queue is full, a committing transaction sends its "
+							"NOTIFY itself, as without the notifier.",
+							&queue_size,
+							4096, 1, 1024 * 1024,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = notifier_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = notifier_shmem_startup;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 1;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "a2");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "a2_notifier_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "a2 notifier");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "a2 notifier");
+	RegisterBackgroundWorker(&worker);
+}
+
+bool
+a2_notifier_available(void)
+{
+	return shared != NULL;
+}
+
+bool
+a2_notifier_record(const A2Announcement *items, int n)
+{
+	TransactionId xid = GetTopTransactionIdIfAny();
+	int			i;
+
+	if (shared == NULL || n <= 0 || !TransactionIdIsValid(xid))
+		return false;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	if (shared->nfree < n)
+	{
+		LWLockRelease(shared->lock);
+		return false;
+	}
+	for (i = 0; i < n; i++)
+	{
+		int			s = freestack[--shared->nfree];
+		A2NotifySlot *slot = &qslots[s];
+		size_t		len = strlen(items[i].session_id);
+
+		Assert(len <= A2_MAX_NAME_BYTES);
+		slot->dboid = MyDatabaseId;
+		slot->xid = xid;
+		slot->max_index = items[i].max_index;
+		slot->len = (uint16) len;
+		memcpy(names + (Size) s * A2_NAME_STRIDE, items[i].session_id, len);
+		usedpos[s] = shared->nused;
+		used[shared->nused++] = s;
+		slot->state = A2_SLOT_READY;
+	}
+	LWLockRelease(shared->lock);
+	pg_atomic_fetch_add_u64(&shared->recorded, n);
+	return true;
+}
+
+void
+a2_notifier_count_fallback(void)
+{
+	if (shared != NULL)
+		pg_atomic_fetch_add_u64(&shared->fallbacks, 1);
+}
+
+void
+a2_notifier_wake(void)
+{
+	Latch	   *latch;
+
+	if (shared == NULL || shared->nused == 0)
+		return;
+	/* an unlocked read: a stale pointer only sets some other latch */
+	latch = shared->worker_latch;
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
+/* ---- the worker's side ---------------------------------------------- */
+
+static void
+detach_worker(int code, Datum arg)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	shared->worker_latch = NULL;
+	shared->worker_pid = 0;
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * Become the queue's worker.  Slots a previous worker was sending when it
+ * died go back to READY: they are announced again rather than lost (a
+ * listener may then hear one twice).
+ */
+void
+a2_notifier_attach_worker(void)
+{
+	int			i;
+
+	if (shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a2 notifier started without its shared memory"),
+				 errhint("Add a2 to shared_preload_libraries.")));
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < shared->nused; i++)
+	{
+		A2NotifySlot *slot = &qslots[used[i]];
+
+		if (slot->state == A2_SLOT_SENDING)
+			slot->state = A2_SLOT_READY;
+	}
+	shared->worker_latch = MyLatch;
+	shared->worker_pid = MyProcPid;
+	LWLockRelease(shared->lock);
+	before_shmem_exit(detach_worker, (Datum) 0);
+}
+
+/*
+ * List up to max READY slots and their xids.  The listing starts at
+ * *cursor and wraps, and the cursor moves past what was listed, so more
+ * than max entries waiting for prepared transactions cannot hide the
+ * entries behind them.
+ */
+int
+a2_notifier_list_ready(int *slots, TransactionId *xids, int max, int *cursor)
+{
+	int			n = 0;
+	int			i;
+	int			start;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	start = shared->nused > 0 ? *cursor % shared->nused : 0;
+	for (i = 0; i < shared->nused && n < max; i++)
+	{
+		int			s = used[(start + i) % shared->nused];
+
+		if (qslots[s].state != A2_SLOT_READY)
+			continue;
+		slots[n] = s;
+		xids[n] = qslots[s].xid;
+		n++;
+	}
+	*cursor = start + i;
+	LWLockRelease(shared->lock);
+	return n;
+}
+
+static void
+free_slot(int s)
+{
+	int			pos = usedpos[s];
+	int			last = used[shared->nused - 1];
+
+	/* keep used[] dense: the last entry takes the freed one's place */
+	used[pos] = last;
+	usedpos[last] = pos;
+	shared->nused--;
+	usedpos[s] = -1;
+	qslots[s].state = A2_SLOT_FREE;
+	freestack[shared->nfree++] = s;
+}
+
+int
+a2_notifier_take(const int *slots, const uint8 *fates, int n,
+				 A2Taken *out, char *namebuf)
+{
+	int			ntaken = 0;
+	int64		dropped = 0;
+	int			i;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < n; i++)
+	{
+		int			s = slots[i];
+		A2NotifySlot *slot = &qslots[s];
+
+		if (fates[i] == A2_XID_ABORTED)
+		{
+			free_slot(s);
+			dropped++;
+		}
+		else if (fates[i] == A2_XID_COMMITTED)
+		{
+			A2Taken    *t = &out[ntaken];
+
+			t->slot = s;
+			t->dboid = slot->dboid;
+			t->max_index = slot->max_index;
+			t->session_id = namebuf + (Size) ntaken * A2_NAME_STRIDE;
+			memcpy(t->session_id, names + (Size) s * A2_NAME_STRIDE, slot->len);
+			t->session_id[slot->len] = '\0';
+			slot->state = A2_SLOT_SENDING;
+			ntaken++;
+		}
+	}
+	LWLockRelease(shared->lock);
+	if (dropped > 0)
+		pg_atomic_fetch_add_u64(&shared->dropped, dropped);
+	return ntaken;
+}
+
+void
+a2_notifier_release(const A2Taken *taken, int n, int64 announced, int64 coalesced)
+{
+	int			i;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < n; i++)
+		free_slot(taken[i].slot);
+	LWLockRelease(shared->lock);
+	pg_atomic_fetch_add_u64(&shared->announced, announced);
+	pg_atomic_fetch_add_u64(&shared->coalesced, coalesced);
+}
+
+/* ---- SQL functions ------------------------------------------------- */
+
+/*
+ * Entries the worker still owes: taken and being sent, or recorded by a
+ * transaction that has finished (committed ones it will send, aborted ones
+ * it will drop).  Entries of running (or prepared) transactions are not
+ * owed yet.
+ */
+static int
+owed_entries(void)
+{
+	int			owed = 0;
+	int			i;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (i = 0; i < shared->nused; i++)
+	{
+		A2NotifySlot *slot = &qslots[used[i]];
+
+		if (slot->state == A2_SLOT_SENDING || !TransactionIdIsInProgress(slot->xid))
+			owed++;
+	}
+	LWLockRelease(shared->lock);
+	return owed;
+}
+
+PG_FUNCTION_INFO_V1(a2_notify_wait);
+
+/*
+ * a2_notify_wait(timeout_ms): wait until the notifier has sent everything
+ * that transactions finished so far are owed, so that a listener's next
+ * round trip receives it.  True when done, false after timeout_ms.
+ * Without the notifier announcements are sent at commit: true at once.
+ */
+Datum
+a2_notify_wait(PG_FUNCTION_ARGS)
+{
+	int64		timeout_ms;
+	TimestampTz deadline;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("timeout_ms must not be null")));
+	timeout_ms = PG_GETARG_INT64(0);
+	if (timeout_ms < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("timeout_ms must be >= 0, not " INT64_FORMAT, timeout_ms)));
+	if (shared == NULL)
+		PG_RETURN_BOOL(true);
+
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Min(timeout_ms, INT64CONST(86400000) * 365));
+	for (;;)
+	{
+		if (owed_entries() == 0)
+			PG_RETURN_BOOL(true);
+		if (GetCurrentTimestamp() >= deadline)
+			PG_RETURN_BOOL(false);
+		a2_notifier_wake();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* a2_notify_status() */
+
+PG_FUNCTION_INFO_V1(a2_notify_status);
+
+/*
+ * One row: the mode announcements take in this session ('notifier',
+ * 'in-transaction', or 'off'), the worker's pid, the queue's size and
+ * depth, how many queued entries wait for a transaction that is still
+ * running (a prepared one, typically), and the counters since the server
+ * started.
+ */
+Datum
+a2_notify_status(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[10];
+	bool		nulls[10] = {0};
+	HeapTuple	tuple;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	values[0] = CStringGetTextDatum(!a2_notify_enabled() ? "off" :
+									shared != NULL ? "notifier" : "in-transaction");
+	if (shared == NULL)
+	{
+		int			i;
+
+		for (i = 1; i < 10; i++)
+			nulls[i] = true;
+	}
+	else
+	{
+		int			depth;
+		int			waiting = 0;
+		pid_t		pid;
+		int			i;
+
+		LWLockAcquire(shared->lock, LW_SHARED);
+		depth = shared->nused;
+		pid = shared->worker_pid;
+		for (i = 0; i < shared->nused; i++)
+		{
+			A2NotifySlot *slot = &qslots[used[i]];
+
+			if (slot->state == A2_SLOT_READY && TransactionIdIsInProgress(slot->xid))
+				waiting++;
+		}
+		LWLockRelease(shared->lock);
+
+		if (pid != 0)
+			values[1] = Int32GetDatum(pid);
+		else
+			nulls[1] = true;
+		values[2] = Int32GetDatum(shared->size);
+		values[3] = Int32GetDatum(depth);
+		values[4] = Int32GetDatum(waiting);
+		values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->recorded));
+		values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->announced));
+		values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->coalesced));
+		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->fallbacks));
+		values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->dropped));
+	}
+	tuple = heap_form_tuple(tupdesc, values, nulls);
+	PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
+}
