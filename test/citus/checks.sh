@@ -167,7 +167,8 @@ ns=$(q -c "SELECT citus_test_session_on('listen', $w2)")
 listen_for() {
 	local out
 	out=$(psql -X -p "$1" -c 'LISTEN a2_events' \
-		-c "\\! psql -X -q -At -p $coord -c \"$2\" >/dev/null" -c 'SELECT 1' 2>&1)
+		-c "\\! psql -X -q -At -p $coord -c \"$2\" >/dev/null" \
+		-c 'SELECT a2_notify_wait()' -c 'SELECT 1' 2>&1)
 	grep -q "Asynchronous notification \"a2_events\" with payload \"{\"sessionId\": \"$ns\", \"index\": $3}\"" <<<"$out" || {
 		printf 'no notification on port %s for: %s\n%s\n' "$1" "$2" "$out"
 		heard=0
