@@ -235,3 +235,10 @@ $fn$;
 
 COMMENT ON FUNCTION a2_is_distributed() IS
 'Whether a2 runs in distributed mode (a2_events is a Citus distributed table, after a2_distribute()). There event ids are unique per session rather than across sessions, and consumers LISTEN on every node of a2_notify_nodes().';
+
+-- The contract change of distributed mode, in the functions' own words.
+COMMENT ON FUNCTION a2_append(text, jsonb) IS
+'Append a batch of events to a session; returns {"events": [StoredEvent], "hasPending": bool}. An exact replay of a stored batch returns the stored events and writes nothing. Event ids are unique across sessions; in distributed mode (a2_distribute()) only within their session, so an id stored in another session is not refused there.';
+
+COMMENT ON FUNCTION a2_complete(text, bigint, integer, jsonb) IS
+'Complete an attempt: append the returned events (caused by {index, attempt}), mark the event processed, promote its lane and release its snapshot pins; returns {"outcome":"completed","events":[...]} or {"outcome":"superseded"}. A returned id already stored is refused (Z2001): in any session on a single node, in this session in distributed mode (a2_distribute()).';

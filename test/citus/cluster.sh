@@ -17,6 +17,8 @@
 #   A2_CITUS_BASE  parent of the three data directories (default /tmp/a2-citus)
 #   A2_CITUS_PORT  the coordinator's port; the workers take the next two
 #                  (default 54340)
+#   A2_CITUS_FSYNC fsync setting of every node (default off: the tests
+#                  check behaviour, not durability; bench/citus.sh uses on)
 #
 # Needs Citus installed in the PostgreSQL that PG_CONFIG names; the caller
 # (test/citus/run.sh) checks that first.
@@ -68,7 +70,7 @@ shared_preload_libraries = 'citus,a2'
 max_connections = 100
 max_prepared_transactions = 40
 shared_buffers = 64MB
-fsync = off
+fsync = ${A2_CITUS_FSYNC:-off}
 timezone = 'UTC'
 log_timezone = 'UTC'
 lc_messages = 'C'
