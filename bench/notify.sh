@@ -32,9 +32,7 @@ REPEAT=${A2_BENCH_REPEAT:-3}
 CLIENTS=${A2_BENCH_CLIENTS:-1 4 8}
 DB=a2notify
 OUT=$(dirname "$A2_PGDATA")/results/notify-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$OUT"
 raw=$OUT/raw.tsv
-: >"$raw"
 
 start_mode() { # start_mode MODE: the server that mode needs
 	case $1 in
@@ -52,6 +50,8 @@ pgb() { # pgb MODE CLIENTS SCRIPT PREFIX -> tps
 }
 
 bench_cluster_start
+mkdir -p "$OUT"
+: >"$raw"
 bench_log "notify bench: ${SECS}s runs, $REPEAT round(s), clients $CLIENTS"
 start_mode notifier
 "$PGBIN/dropdb" --if-exists "$DB"

@@ -18,7 +18,6 @@ Connection settings come from the PG* environment.  Uses Debian's
 python3-psycopg.
 """
 
-import bisect
 import json
 import multiprocessing as mp
 import select
@@ -80,13 +79,12 @@ def main():
     appends = 0
     for session, rows in results:
         notes = sorted(by_session.get(session, []), key=lambda x: x[1])
-        times = [t for _, t in notes]
         for idx, t_commit in rows:
             appends += 1
-            # first announcement at or after the commit covering idx
-            k = bisect.bisect_left(times, t_commit - 0.005)
+            # the first announcement covering idx: indexes only grow, so
+            # one at idx or above comes from this commit or a later one
             found = None
-            for j in range(k, len(notes)):
+            for j in range(len(notes)):
                 if notes[j][0] >= idx:
                     found = notes[j][1]
                     break

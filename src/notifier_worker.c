@@ -43,6 +43,7 @@
 #include "storage/latch.h"
 #include "storage/procarray.h"
 #include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/ps_status.h"
@@ -184,6 +185,13 @@ a2_notifier_main(Datum main_arg)
 	/* no database: we never keep one open, and we serve them all */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	pgstat_report_appname("a2 notifier");
+
+	/*
+	 * Our transactions write nothing but the notification queue, which a
+	 * crash empties anyway (and disconnects every listener): there is no
+	 * reason for them to wait for a WAL flush.
+	 */
+	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
 	ps = MemoryContextAllocZero(TopMemoryContext, sizeof(PassState));
 	ps->names = MemoryContextAlloc(TopMemoryContext,
