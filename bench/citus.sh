@@ -20,6 +20,8 @@
 #   coordinator  W1 as `SELECT a2_append(...) IS NOT NULL`, which Citus does
 #                not delegate: a2 runs on the coordinator, each statement a
 #                round trip to the worker (bench/citus_w1_coordinator.sql)
+#   on-worker    W1 sent straight to the worker holding the session: a2 and
+#                Citus's local execution without the hop (1 client only)
 # Prints a Markdown table of median TPS and the ratios, then the statements
 # one delegated append and one coordinator-run append send
 # (citus.log_remote_commands / citus.log_local_commands).
@@ -55,10 +57,10 @@ q -c 'CREATE EXTENSION a2' -c 'SELECT a2_distribute()' >/dev/null
 q -c 'CREATE DATABASE a2single' >/dev/null 2>&1
 q -d a2single -c 'CREATE EXTENSION a2'
 
-# run NAME DB SCRIPT PREFIX: one pgbench run, prints its TPS
+# run NAME DB SCRIPT PREFIX [PORT]: one pgbench run, prints its TPS
 run() {
-	local name=$1 db=$2 script=$3 prefix=$4 tps
-	pgbench -n -M extended -T "$seconds" -c "$clients" -j "$clients" -d "$db" \
+	local name=$1 db=$2 script=$3 prefix=$4 port=${5:-$PGPORT} tps
+	pgbench -n -M extended -T "$seconds" -c "$clients" -j "$clients" -d "$db" -p "$port" \
 		-D prefix="$prefix" -f "$script" >"$out/$name.out" 2>&1 ||
 		{ cat "$out/$name.out" >&2; a2_die "pgbench $name failed"; }
 	tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$out/$name.out")
@@ -68,7 +70,7 @@ run() {
 for r in $(seq "$repeat"); do
 	a2_log "citus bench: repeat $r of $repeat (${seconds}s per run)"
 	# alternate the order so drift does not favour one shape
-	if ((r % 2)); then order="single delegated coordinator"; else order="coordinator delegated single"; fi
+	if ((r % 2)); then order="single delegated coordinator on-worker"; else order="on-worker coordinator delegated single"; fi
 	for shape in $order; do
 		case $shape in
 		single) db=a2single ;;
@@ -76,6 +78,11 @@ for r in $(seq "$repeat"); do
 		esac
 		if [[ $shape == coordinator ]]; then
 			run "W1-$shape" "$db" "$here/citus_w1_coordinator.sql" "w1$shape-r$r-"
+		elif [[ $shape == on-worker ]]; then
+			# pgbench's first client is client_id 0
+			port=$(q -c "SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+				WHERE p.shardid = get_shard_id_for_distribution_column('a2_events', 'w1$shape-r$r-0')")
+			run "W1-$shape" "$db" "$here/w1_append.sql" "w1$shape-r$r-" "$port"
 		else
 			run "W1-$shape" "$db" "$here/w1_append.sql" "w1$shape-r$r-"
 			run "W4-$shape" "$db" "$here/w4_cycle.sql" "w4$shape-r$r-"
@@ -92,15 +99,16 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a != "-") printf "%.2f",
 w1s=$(median W1-single)
 w1d=$(median W1-delegated)
 w1c=$(median W1-coordinator)
+w1w=$(median W1-on-worker)
 w4s=$(median W4-single)
 w4d=$(median W4-delegated)
 echo
 echo "Median TPS, $clients client(s), ${seconds}s x $repeat runs, pgbench -M extended, fsync on:"
 echo
-echo "| workload | single node | delegated | ratio | coordinator-run | ratio |"
-echo "|---|---|---|---|---|---|"
-echo "| W1 append (1 event) | $w1s | $w1d | $(ratio "$w1d" "$w1s") | $w1c | $(ratio "$w1c" "$w1s") |"
-echo "| W4 cycle (3 calls) | $w4s | $w4d | $(ratio "$w4d" "$w4s") | - | - |"
+echo "| workload | single node | delegated | ratio | coordinator-run | ratio | on-worker | ratio |"
+echo "|---|---|---|---|---|---|---|---|"
+echo "| W1 append (1 event) | $w1s | $w1d | $(ratio "$w1d" "$w1s") | $w1c | $(ratio "$w1c" "$w1s") | $w1w | $(ratio "$w1w" "$w1s") |"
+echo "| W4 cycle (3 calls) | $w4s | $w4d | $(ratio "$w4d" "$w4s") | - | - | - | - |"
 
 # Where the time goes: what one append sends, per shape (after a first
 # append has created the session's lock row).
