@@ -1,0 +1,246 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim_next.c
+ *	  a2_claim_next(holder, ttl_ms, max_sessions, expires_at): claim the
+ *	  work of up to max_sessions sessions that have eligible work now,
+ *	  without knowing which sessions those are.
+ *
+ *	  Order (fairness): oldest "available since" first.  An eligible
+ *	  event is available since its lease expired, or since it was created
+ *	  when it carries no lease: coalesce(claim_expires_at, created_at).  The
+ *	  partial index a2_events_available holds exactly the rows that can
+ *	  become eligible (lane-ready, unprocessed, not dead-lettered) keyed by
+ *	  that time and the session id, so the walk below reads them oldest
+ *	  first and stops at now: a session is served once every session whose
+ *	  work became available before its own has been served, whatever
+ *	  arrives later.
+ *
+ *	  Cost: the walk reads index entries in batches of WALK_BATCH, resuming
+ *	  after the last (time, session) seen, and each chosen session is
+ *	  claimed by key through a2_claim_session(), a2_claim's own statement.
+ *	  Entries passed over are those of sessions this call already claimed
+ *	  or found locked, so the work is proportional to what is returned
+ *	  (plus sessions being claimed concurrently), times log of the index;
+ *	  finished events are not in the index at all.
+ *
+ *	  Locking: row locks only, as a2_claim.  Each session is claimed with
+ *	  FOR UPDATE SKIP LOCKED: rows another transaction holds (it is claiming,
+ *	  completing or failing them) are passed over, never waited for, so
+ *	  concurrent callers get disjoint work and never block one another.  A
+ *	  session whose eligible rows are all locked is skipped.  The walk
+ *	  itself locks nothing; every statement takes a fresh snapshot, so a
+ *	  session claimed by someone else since the walk read it yields no rows
+ *	  and is skipped.
+ *
+ *	  retryAt: the earliest claim_expires_at after now among lane-ready,
+ *	  unfinished events (the leases this call just took included): an index
+ *	  probe on the same index, taken after the claims.  Null when nothing is
+ *	  leased.
+ *
+ * IDENTIFICATION
+ *	  src/claim_next.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "a2.h"
+#include "claim.h"
+#include "clock.h"
+#include "json_out.h"
+#include "spi_plans.h"
+#include "validate.h"
+
+PG_FUNCTION_INFO_V1(a2_claim_next);
+
+/* index entries read per walk statement (a constant, so the plan is an index scan) */
+#define WALK_BATCH 64
+
+/* The predicate and key of a2_events_available (sql/a2--0.1.0--0.2.0.sql) */
+#define AVAILABLE_PRED \
+	"e.lane_ready AND e.processed_at IS NULL AND e.failed_at IS NULL"
+#define AVAILABLE_KEY "COALESCE(e.claim_expires_at, e.created_at)"
+
+/*
+ * Entries available at $1, in (time, session) order, after ($2, $3).  A
+ * session with several available events appears once per event; the
+ * caller skips the repeats.
+ */
+static A2Statement walk_available = {
+	.sql = "SELECT e.session_id, " AVAILABLE_KEY
+	"  FROM @extschema@.a2_events e"
+	" WHERE " AVAILABLE_PRED
+	"   AND " AVAILABLE_KEY " <= $1"
+	"   AND (" AVAILABLE_KEY ", e.session_id) > ($2, $3)"
+	" ORDER BY " AVAILABLE_KEY ", e.session_id"
+	" LIMIT " CppAsString2(WALK_BATCH),
+	.nargs = 3, .argtypes = {INT8OID, INT8OID, TEXTOID}
+};
+
+/* The earliest live lease of any lane-ready unfinished event. */
+static A2Statement next_expiry = {
+	.sql = "SELECT e.claim_expires_at FROM @extschema@.a2_events e"
+	" WHERE " AVAILABLE_PRED
+	"   AND " AVAILABLE_KEY " > $1 AND e.claim_expires_at IS NOT NULL"
+	" ORDER BY " AVAILABLE_KEY
+	" LIMIT 1",
+	.nargs = 1, .argtypes = {INT8OID}
+};
+
+typedef struct NextArgs
+{
+	char	   *holder;
+	int64		now_ms;
+	int64		expires_ms;
+	int			max_sessions;
+} NextArgs;
+
+/* One walk entry, copied out of SPI_tuptable before the claims reuse it. */
+typedef struct Candidate
+{
+	char	   *session_id;
+	int64		available_at;
+} Candidate;
+
+/* Sessions this call has claimed or skipped already. */
+typedef struct SeenSession
+{
+	char		session_id[A2_MAX_NAME_BYTES + 1];
+} SeenSession;
+
+static HTAB *
+create_seen(void)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = A2_MAX_NAME_BYTES + 1;
+	ctl.entrysize = sizeof(SeenSession);
+	ctl.hcxt = CurrentMemoryContext;
+	return hash_create("a2_claim_next sessions", 64, &ctl,
+					   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+}
+
+static Candidate *
+read_batch(int64 now_ms, int64 after_at, const char *after_session,
+		   uint64 *count)
+{
+	Datum		values[3];
+	Candidate  *batch;
+	uint64		n;
+
+	values[0] = Int64GetDatum(now_ms);
+	values[1] = Int64GetDatum(after_at);
+	values[2] = CStringGetTextDatum(after_session);
+	n = a2_exec(&walk_available, values, NULL, false, SPI_OK_SELECT);
+	batch = palloc(sizeof(Candidate) * Max(n, 1));
+	for (uint64 r = 0; r < n; r++)
+	{
+		batch[r].session_id = a2_col_text(r, 1);
+		batch[r].available_at = a2_col_int64(r, 2);
+	}
+	*count = n;
+	return batch;
+}
+
+/* Claim one session; push {sessionId, events} and return true if it gave work. */
+static bool
+claim_candidate(A2ClaimArgs *claim, A2Json *js)
+{
+	uint64		n = a2_claim_session(claim, true);
+
+	if (n == 0)
+		return false;			/* claimed or locked by someone else */
+	a2j_begin_object(js, NULL);
+	a2j_string(js, "sessionId", claim->session_id);
+	a2j_begin_array(js, "events");
+	for (uint64 r = 0; r < n; r++)
+		a2j_event_row(js, NULL, SPI_tuptable->vals[r], SPI_tuptable->tupdesc, true);
+	a2j_end_array(js);
+	a2j_end_object(js);
+	return true;
+}
+
+static Jsonb *
+claim_next(NextArgs *args)
+{
+	MemoryContext caller = a2_spi_begin();
+	A2Json		js = NULL;
+	HTAB	   *seen = create_seen();
+	A2ClaimArgs claim;
+	int			claimed = 0;
+	int64		after_at = PG_INT64_MIN;
+	char	   *after_session = "";
+	bool		more = true;
+	Datum		value;
+	bool		isnull;
+	Jsonb	   *result;
+
+	claim.holder = args->holder;
+	claim.now_ms = args->now_ms;
+	claim.expires_ms = args->expires_ms;
+	claim.exclude = a2_int8_array(NULL, NULL, 0);
+
+	a2j_begin_object(&js, NULL);
+	a2j_begin_array(&js, "claims");
+	while (more && claimed < args->max_sessions)
+	{
+		uint64		n;
+		Candidate  *batch = read_batch(args->now_ms, after_at, after_session, &n);
+
+		more = (n == WALK_BATCH);
+		for (uint64 r = 0; r < n && claimed < args->max_sessions; r++)
+		{
+			bool		found;
+
+			after_at = batch[r].available_at;
+			after_session = batch[r].session_id;
+			hash_search(seen, after_session, HASH_ENTER, &found);
+			if (found)
+				continue;
+			claim.session_id = after_session;
+			if (claim_candidate(&claim, &js))
+				claimed++;
+		}
+	}
+	a2j_end_array(&js);
+
+	value = Int64GetDatum(args->now_ms);
+	if (a2_exec(&next_expiry, &value, NULL, false, SPI_OK_SELECT) > 0 &&
+		(value = a2_col(0, 1, &isnull), !isnull))
+		a2j_iso(&js, "retryAt", DatumGetInt64(value));
+	else
+		a2j_null(&js, "retryAt");
+
+	result = a2j_finish(a2j_end_object(&js), caller);
+	a2_spi_end();
+	return result;
+}
+
+Datum
+a2_claim_next(PG_FUNCTION_ARGS)
+{
+	NextArgs	args;
+	int64		ttl_ms;
+
+	args.holder = a2_name_arg(fcinfo, 0, "holder");
+	ttl_ms = a2_int8_arg(fcinfo, 1, "ttl_ms", 0);
+	args.max_sessions = (int) a2_int4_arg(fcinfo, 2, "max_sessions", 1);
+	if (args.max_sessions > A2_MAX_LIST_ITEMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"max_sessions\" must be at most %d, not %d",
+						A2_MAX_LIST_ITEMS, args.max_sessions)));
+	args.now_ms = a2_clock_now_ms();
+	if (PG_ARGISNULL(3))
+		args.expires_ms = a2_add_ttl(args.now_ms, ttl_ms);
+	else
+		args.expires_ms = a2_timestamptz_to_ms(PG_GETARG_TIMESTAMPTZ(3), "expires_at");
+	PG_RETURN_JSONB_P(claim_next(&args));
+}
