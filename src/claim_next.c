@@ -32,10 +32,13 @@
  *	  session claimed by someone else since the walk read it yields no rows
  *	  and is skipped.
  *
- *	  retryAt: the earliest claim_expires_at after now among lane-ready,
- *	  unfinished events (the leases this call just took included): an index
- *	  probe on the same index, taken after the claims.  Null when nothing is
- *	  leased.
+ *	  retryAt: the first available-since time after now, an index probe on
+ *	  the same index taken after the claims: the earliest live lease expiry
+ *	  among lane-ready unfinished events (the leases this call just took
+ *	  included).  Null when nothing is leased.  (An unleased event whose
+ *	  createdAt lies after now -- a clock that stepped back, or a2.now set
+ *	  into the past -- is offered from its createdAt on, and that time is
+ *	  then the retryAt; a2_claim would take it at once.)
  *
  * IDENTIFICATION
  *	  src/claim_next.c
@@ -84,11 +87,16 @@ static A2Statement walk_available = {
 	.nargs = 3, .argtypes = {INT8OID, INT8OID, TEXTOID}
 };
 
-/* The earliest live lease of any lane-ready unfinished event. */
-static A2Statement next_expiry = {
-	.sql = "SELECT e.claim_expires_at FROM @extschema@.a2_events e"
+/*
+ * The next moment after $1 at which work becomes available: the first
+ * entry past now.  No other condition, so that only a2_events_available
+ * can answer it (a filter on claim_expires_at would let the planner scan
+ * every live lease through a2_events_claim_expiry and sort them).
+ */
+static A2Statement next_available = {
+	.sql = "SELECT " AVAILABLE_KEY " FROM @extschema@.a2_events e"
 	" WHERE " AVAILABLE_PRED
-	"   AND " AVAILABLE_KEY " > $1 AND e.claim_expires_at IS NOT NULL"
+	"   AND " AVAILABLE_KEY " > $1"
 	" ORDER BY " AVAILABLE_KEY
 	" LIMIT 1",
 	.nargs = 1, .argtypes = {INT8OID}
@@ -212,7 +220,7 @@ claim_next(NextArgs *args)
 	a2j_end_array(&js);
 
 	value = Int64GetDatum(args->now_ms);
-	if (a2_exec(&next_expiry, &value, NULL, false, SPI_OK_SELECT) > 0 &&
+	if (a2_exec(&next_available, &value, NULL, false, SPI_OK_SELECT) > 0 &&
 		(value = a2_col(0, 1, &isnull), !isnull))
 		a2j_iso(&js, "retryAt", DatumGetInt64(value));
 	else
