@@ -231,7 +231,8 @@ a2_json_name_field(JsonbValue *v, const char *argname, const char *session_id,
 /* The keys of SPEC section 3's input shapes for append and complete */
 static const char *const cause_keys[] = {"index", "attempt", "batchSize", NULL};
 static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", NULL};
-static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", NULL};
+/* complete takes no cause, but a JSON null one is absent (SPEC 5) */
+static const char *const complete_keys[] = {"id", "type", "payload", "cause", "lane", "settled", NULL};
 
 static void
 parse_cause(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
@@ -287,7 +288,7 @@ a2_parse_events(Jsonb *events, const char *session_id, bool for_complete,
 		JsonbValue	f;
 		char		path[64];
 
-		/* complete's own refusal of "cause" says why; keep it first */
+		/* complete's own refusal of a cause says why; keep it first */
 		if (for_complete && a2_json_field(obj, "cause", &f))
 			a2_invalid("events", session_id,
 					   "events[%d].cause is not accepted: a2_complete sets it to the completed attempt.", i);
