@@ -119,9 +119,9 @@ SELECT session_id, idx, a2_complete(session_id, idx, attempt_count) ->> 'outcome
 SELECT a2_claim_next('w5', 60000, 100);
 
 --
--- 8. The walk is an index scan of a2_events_available bounded by now:
--- the same statement as claim_next.c's, planned generically as the C
--- code plans it.
+-- 8. Each step of the walk is an index probe of a2_events_available
+-- bounded by now that locks the first entry no one else holds: the same
+-- statement as claim_next.c's, planned generically as the C code plans it.
 --
 SET LOCAL plan_cache_mode = force_generic_plan;
 PREPARE walk(bigint, bigint, text) AS
@@ -131,7 +131,7 @@ PREPARE walk(bigint, bigint, text) AS
      AND COALESCE(e.claim_expires_at, e.created_at) <= $1
      AND (COALESCE(e.claim_expires_at, e.created_at), e.session_id) > ($2, $3)
    ORDER BY COALESCE(e.claim_expires_at, e.created_at), e.session_id
-   LIMIT 64;
+   LIMIT 1 FOR UPDATE SKIP LOCKED;
 EXPLAIN (COSTS OFF) EXECUTE walk(0, 0, '');
 DEALLOCATE walk;
 ROLLBACK;

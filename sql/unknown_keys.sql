@@ -48,6 +48,8 @@ SELECT jsonb_path_query_array(a2_append('uk-a', '[{"id": "uk-a-2", "type": "x", 
 SELECT a2_renew('uk-a', 'w', '[{"index": 1, "attempt": 1}]', 60000);
 SELECT a2_put_snapshots('uk-a', 'r', '[{"index": 2, "state": {}, "pinEventIndexes": null}]');
 SELECT jsonb_array_length(a2_read_states('[{"sessionId": "uk-a", "throughIndex": null, "snapshotThroughIndex": 1}]', 'r')) AS results;
+-- complete takes no cause, but a null one is absent like any null field.
+SELECT a2_complete('uk-a', 1, 1, '[{"id": "uk-c", "type": "x", "cause": null}]') ->> 'outcome' AS complete;
 
 DROP TABLE uk_before;
 RESET a2.now;

@@ -15,22 +15,20 @@
  *	  work became available before its own has been served, whatever
  *	  arrives later.
  *
- *	  Cost: the walk reads index entries in batches of WALK_BATCH, resuming
- *	  after the last (time, session) seen, and each chosen session is
- *	  claimed by key through a2_claim_session(), a2_claim's own statement.
- *	  Entries passed over are those of sessions this call already claimed
- *	  or found locked, so the work is proportional to what is returned
- *	  (plus sessions being claimed concurrently), times log of the index;
- *	  finished events are not in the index at all.
- *
- *	  Locking: row locks only, as a2_claim.  Each session is claimed with
- *	  FOR UPDATE SKIP LOCKED: rows another transaction holds (it is claiming,
- *	  completing or failing them) are passed over, never waited for, so
- *	  concurrent callers get disjoint work and never block one another.  A
- *	  session whose eligible rows are all locked is skipped.  The walk
- *	  itself locks nothing; every statement takes a fresh snapshot, so a
- *	  session claimed by someone else since the walk read it yields no rows
- *	  and is skipped.
+ *	  Cost and locking: row locks only, as a2_claim.  Each step of the walk
+ *	  is one index probe that locks the first available entry after the
+ *	  previous one with FOR UPDATE SKIP LOCKED -- pgmq's read, so rows other
+ *	  transactions hold (they are claiming, completing or failing them) are
+ *	  passed over inside the index scan, never waited for -- and then
+ *	  claims that entry's session by key through a2_claim_session(),
+ *	  a2_claim's own statement, under SKIP LOCKED too.  The locked entry is
+ *	  eligible (the lock re-checked it), so every step claims one session:
+ *	  the work is a few index probes per session returned, whatever the
+ *	  number of sessions with work, and finished events are not in the
+ *	  index at all.  Concurrent callers get disjoint work and never block
+ *	  one another; a session whose eligible rows another transaction holds
+ *	  is skipped.  Each statement takes a fresh snapshot, so the events this
+ *	  call has just claimed (now leased, available later) are not met again.
  *
  *	  retryAt: the first available-since time after now, an index probe on
  *	  the same index taken after the claims: the earliest live lease expiry
@@ -50,7 +48,6 @@
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
-#include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -63,27 +60,24 @@
 
 PG_FUNCTION_INFO_V1(a2_claim_next);
 
-/* index entries read per walk statement (a constant, so the plan is an index scan) */
-#define WALK_BATCH 64
-
 /* The predicate and key of a2_events_available (sql/a2--0.1.0--0.2.0.sql) */
 #define AVAILABLE_PRED \
 	"e.lane_ready AND e.processed_at IS NULL AND e.failed_at IS NULL"
 #define AVAILABLE_KEY "COALESCE(e.claim_expires_at, e.created_at)"
 
 /*
- * Entries available at $1, in (time, session) order, after ($2, $3).  A
- * session with several available events appears once per event; the
- * caller skips the repeats.
+ * The first entry available at $1 after ($2, $3) in (time, session) order
+ * that no other transaction holds, locked.  The LIMIT is a constant so
+ * that the generic plan is an ordered index scan.
  */
-static A2Statement walk_available = {
+static A2Statement next_candidate = {
 	.sql = "SELECT e.session_id, " AVAILABLE_KEY
 	"  FROM @extschema@.a2_events e"
 	" WHERE " AVAILABLE_PRED
 	"   AND " AVAILABLE_KEY " <= $1"
 	"   AND (" AVAILABLE_KEY ", e.session_id) > ($2, $3)"
 	" ORDER BY " AVAILABLE_KEY ", e.session_id"
-	" LIMIT " CppAsString2(WALK_BATCH),
+	" LIMIT 1 FOR UPDATE SKIP LOCKED",
 	.nargs = 3, .argtypes = {INT8OID, INT8OID, TEXTOID}
 };
 
@@ -110,51 +104,23 @@ typedef struct NextArgs
 	int			max_sessions;
 } NextArgs;
 
-/* One walk entry, copied out of SPI_tuptable before the claims reuse it. */
-typedef struct Candidate
-{
-	char	   *session_id;
-	int64		available_at;
-} Candidate;
-
-/* Sessions this call has claimed or skipped already. */
-typedef struct SeenSession
-{
-	char		session_id[A2_MAX_NAME_BYTES + 1];
-} SeenSession;
-
-static HTAB *
-create_seen(void)
-{
-	HASHCTL		ctl;
-
-	ctl.keysize = A2_MAX_NAME_BYTES + 1;
-	ctl.entrysize = sizeof(SeenSession);
-	ctl.hcxt = CurrentMemoryContext;
-	return hash_create("a2_claim_next sessions", 64, &ctl,
-					   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-}
-
-static Candidate *
-read_batch(int64 now_ms, int64 after_at, const char *after_session,
-		   uint64 *count)
+/*
+ * Lock the next candidate after (*after_at, *after_session) and move the
+ * position to it.  False when nothing more is available now.
+ */
+static bool
+next_session(int64 now_ms, int64 *after_at, char **after_session)
 {
 	Datum		values[3];
-	Candidate  *batch;
-	uint64		n;
 
 	values[0] = Int64GetDatum(now_ms);
-	values[1] = Int64GetDatum(after_at);
-	values[2] = CStringGetTextDatum(after_session);
-	n = a2_exec(&walk_available, values, NULL, false, SPI_OK_SELECT);
-	batch = palloc(sizeof(Candidate) * Max(n, 1));
-	for (uint64 r = 0; r < n; r++)
-	{
-		batch[r].session_id = a2_col_text(r, 1);
-		batch[r].available_at = a2_col_int64(r, 2);
-	}
-	*count = n;
-	return batch;
+	values[1] = Int64GetDatum(*after_at);
+	values[2] = CStringGetTextDatum(*after_session);
+	if (a2_exec(&next_candidate, values, NULL, false, SPI_OK_SELECT) == 0)
+		return false;
+	*after_session = a2_col_text(0, 1);
+	*after_at = a2_col_int64(0, 2);
+	return true;
 }
 
 /* Claim one session; push {sessionId, events} and return true if it gave work. */
@@ -164,7 +130,7 @@ claim_candidate(A2ClaimArgs *claim, A2Json *js)
 	uint64		n = a2_claim_session(claim, true);
 
 	if (n == 0)
-		return false;			/* claimed or locked by someone else */
+		return false;			/* cannot happen: we hold an eligible row */
 	a2j_begin_object(js, NULL);
 	a2j_string(js, "sessionId", claim->session_id);
 	a2j_begin_array(js, "events");
@@ -180,12 +146,10 @@ claim_next(NextArgs *args)
 {
 	MemoryContext caller = a2_spi_begin();
 	A2Json		js = NULL;
-	HTAB	   *seen = create_seen();
 	A2ClaimArgs claim;
 	int			claimed = 0;
 	int64		after_at = PG_INT64_MIN;
 	char	   *after_session = "";
-	bool		more = true;
 	Datum		value;
 	bool		isnull;
 	Jsonb	   *result;
@@ -197,25 +161,12 @@ claim_next(NextArgs *args)
 
 	a2j_begin_object(&js, NULL);
 	a2j_begin_array(&js, "claims");
-	while (more && claimed < args->max_sessions)
+	while (claimed < args->max_sessions &&
+		   next_session(args->now_ms, &after_at, &after_session))
 	{
-		uint64		n;
-		Candidate  *batch = read_batch(args->now_ms, after_at, after_session, &n);
-
-		more = (n == WALK_BATCH);
-		for (uint64 r = 0; r < n && claimed < args->max_sessions; r++)
-		{
-			bool		found;
-
-			after_at = batch[r].available_at;
-			after_session = batch[r].session_id;
-			hash_search(seen, after_session, HASH_ENTER, &found);
-			if (found)
-				continue;
-			claim.session_id = after_session;
-			if (claim_candidate(&claim, &js))
-				claimed++;
-		}
+		claim.session_id = after_session;
+		if (claim_candidate(&claim, &js))
+			claimed++;
 	}
 	a2j_end_array(&js);
 

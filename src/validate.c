@@ -147,10 +147,18 @@ a2_array_arg(FunctionCallInfo fcinfo, int argno, const char *name, int *count)
  * misspelled optional field ("paylaod") is never stored as absent.  Keys
  * are compared bytewise, as getKeyJsonValueFromContainer() finds them.
  */
-void
-a2_json_check_keys(JsonbContainer *obj, const char *const *accepted,
-				   const char *argname, const char *session_id,
-				   const char *path)
+static bool
+key_is(const char *name, const JsonbValue *key)
+{
+	return name != NULL && strlen(name) == (size_t) key->val.string.len &&
+		memcmp(name, key->val.string.val, key->val.string.len) == 0;
+}
+
+/* `unlisted`: one more key that passes without being offered in the hint */
+static void
+check_keys(JsonbContainer *obj, const char *const *accepted,
+		   const char *unlisted, const char *argname, const char *session_id,
+		   const char *path)
 {
 	JsonbIterator *it = JsonbIteratorInit(obj);
 	JsonbValue	v;
@@ -164,10 +172,9 @@ a2_json_check_keys(JsonbContainer *obj, const char *const *accepted,
 
 		if (tok != WJB_KEY)
 			continue;
+		known = key_is(unlisted, &v);
 		for (const char *const *a = accepted; *a != NULL; a++)
-			if (strlen(*a) == (size_t) v.val.string.len &&
-				memcmp(*a, v.val.string.val, v.val.string.len) == 0)
-				known = true;
+			known = known || key_is(*a, &v);
 		if (known)
 			continue;
 
@@ -228,11 +235,18 @@ a2_json_name_field(JsonbValue *v, const char *argname, const char *session_id,
 	return pnstrdup(v->val.string.val, v->val.string.len);
 }
 
+void
+a2_json_check_keys(JsonbContainer *obj, const char *const *accepted,
+				   const char *argname, const char *session_id,
+				   const char *path)
+{
+	check_keys(obj, accepted, NULL, argname, session_id, path);
+}
+
 /* The keys of SPEC section 3's input shapes for append and complete */
 static const char *const cause_keys[] = {"index", "attempt", "batchSize", NULL};
 static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", NULL};
-/* complete takes no cause, but a JSON null one is absent (SPEC 5) */
-static const char *const complete_keys[] = {"id", "type", "payload", "cause", "lane", "settled", NULL};
+static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", NULL};
 
 static void
 parse_cause(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
@@ -292,9 +306,13 @@ a2_parse_events(Jsonb *events, const char *session_id, bool for_complete,
 		if (for_complete && a2_json_field(obj, "cause", &f))
 			a2_invalid("events", session_id,
 					   "events[%d].cause is not accepted: a2_complete sets it to the completed attempt.", i);
+		/*
+		 * complete takes no cause, but a JSON null one is absent (SPEC 5), so
+		 * it passes without being offered in the hint
+		 */
 		snprintf(path, sizeof(path), "events[%d]", i);
-		a2_json_check_keys(obj, for_complete ? complete_keys : append_keys,
-						   "events", session_id, path);
+		check_keys(obj, for_complete ? complete_keys : append_keys,
+				   for_complete ? "cause" : NULL, "events", session_id, path);
 
 		snprintf(path, sizeof(path), "events[%d].id", i);
 		if (a2_json_field(obj, "id", &f))
