@@ -16,6 +16,8 @@
 #                        size, for flatness in finished events (0: skip)
 #                        [1000000]
 #   A2_BENCH_W9_ONLY     "W9", "W14" or both ["W9 W14"]
+#   A2_BENCH_W9_PGOPTIONS  PGOPTIONS for every run, e.g. "-c synchronous_commit=off"
+#                        to take the commit flush out of the figures [none]
 #   A2_BENCH_OUT         output directory [$(dirname A2_PGDATA)/results-w9/<timestamp>]
 #   A2_PGDATA, A2_PGPORT the cluster, as for bench/run.sh
 #
@@ -53,12 +55,16 @@ run_one() {
 	for kv in "$@"; do defs+=(-D "$kv"); done
 	out=$OUT/pgbench/${key}_c${c}_r${rep}.out
 	bench_log "run $rep/$REPEAT: $key, $c client(s), ${SECS}s"
-	"$PGBENCH" -n -M prepared -f "$BENCH_DIR/$script" -T "$SECS" -c "$c" -j "$j" \
-		"${defs[@]}" "$db" >"$out" 2>&1 || { cat "$out" >&2; bench_die "pgbench failed: $key"; }
+	PGOPTIONS=${A2_BENCH_W9_PGOPTIONS:-} "$PGBENCH" -n -M prepared -r -f "$BENCH_DIR/$script" \
+		-T "$SECS" -c "$c" -j "$j" "${defs[@]}" "$db" >"$out" 2>&1 ||
+		{ cat "$out" >&2; bench_die "pgbench failed: $key"; }
 	grep -q '^number of failed transactions: 0 ' "$out" ||
 		{ cat "$out" >&2; bench_die "failed transactions: $key"; }
 	tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)$/\1/p' "$out")
 	printf '%s\t%s\t%s\t%s\n' "$key" "$c" "$rep" "$tps" >>"$OUT/runs.tsv"
+	# the claim statement's own mean latency (pgbench -r: first statement)
+	lat=$(awk '/statement latencies in milliseconds/ { getline; print $1; exit }' "$out")
+	printf '%s\t%s\t%s\t%s\n' "${key}_claim_ms" "$c" "$rep" "${lat:-0}" >>"$OUT/runs.tsv"
 }
 
 # Run two commands back to back, the first first on odd repeats.
@@ -119,7 +125,7 @@ if want W14; then index_on; fi
 # Medians per (key, clients), then the table.
 cut -f1,2 "$OUT/runs.tsv" | sort -u | while IFS=$'\t' read -r k c; do
 	vals=$(awk -F'\t' -v k="$k" -v c="$c" '$1 == k && $2 == c { print $4 }' "$OUT/runs.tsv" | sort -n)
-	m=$(awk '{ v[NR] = $1 } END { printf "%.1f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }' <<<"$vals")
+	m=$(awk '{ v[NR] = $1 } END { printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }' <<<"$vals")
 	printf '%s\t%s\t%s\t%s\n' "$k" "$c" "$m" "$(tr '\n' ' ' <<<"$vals")"
 done >"$OUT/medians.tsv"
 
@@ -127,20 +133,21 @@ med() { awk -F'\t' -v k="$1" -v c="$2" '$1 == k && $2 == c { print $3 }' "$OUT/m
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "?"; else printf "%.2f", a / b }'; }
 
 {
-	printf '# W9 results (%s s per run, %s repeats, medians)\n\n' "$SECS" "$REPEAT"
+	printf '# W9 results (%s s per run, %s repeats, medians; PGOPTIONS=%s)\n\n' "$SECS" "$REPEAT" "${A2_BENCH_W9_PGOPTIONS:-none}"
 	cat "$OUT/machine.md"
 	echo
 	if want W9; then
-		echo '| sessions with work | finished events | clients | W9 TPS | B9 TPS | W9/B9 | W9 vs smallest |'
-		echo '|---|---|---|---|---|---|---|'
+		echo '| sessions with work | finished events | clients | W9 TPS | B9 TPS | W9/B9 | W9 vs smallest | a2_claim_next ms | B9 claim ms |'
+		echo '|---|---|---|---|---|---|---|---|---|'
 		for c in $CLIENTS; do
 			base=$(med "W9_${smallest}_0" "$c")
 			for spec in "${dbs[@]}"; do
 				n=${spec%%:*} d=${spec##*:}
 				w=$(med "W9_${n}_${d}" "$c")
 				b=$(med "B9_${n}_${d}" "$c")
-				printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$n" "$d" "$c" "$w" "$b" \
-					"$(ratio "$w" "$b")" "$(ratio "$w" "$base")"
+				printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" "$d" "$c" "$w" "$b" \
+					"$(ratio "$w" "$b")" "$(ratio "$w" "$base")" \
+					"$(med "W9_${n}_${d}_claim_ms" "$c")" "$(med "B9_${n}_${d}_claim_ms" "$c")"
 			done
 		done
 		echo

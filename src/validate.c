@@ -18,9 +18,7 @@
 
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
-#include "utils/fmgrprotos.h"
 #include "utils/jsonb.h"
-#include "utils/numeric.h"
 
 #include "a2.h"
 #include "json_out.h"

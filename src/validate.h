@@ -17,7 +17,7 @@
 #include "fmgr.h"
 #include "utils/jsonb.h"
 
-#include "json_out.h"
+#include "json_out.h"			/* a2_json_field, a2_json_int64 */
 
 /* One element of an append or complete batch, validated and normalized. */
 typedef struct A2EventInput
