@@ -18,6 +18,8 @@
 #define ERRCODE_A2_PARTIAL_DUPLICATE_BATCH	MAKE_SQLSTATE('Z','2','0','0','1')
 #define ERRCODE_A2_SUPERSEDED_ATTEMPT		MAKE_SQLSTATE('Z','2','0','0','2')
 #define ERRCODE_A2_NOT_FOUND				MAKE_SQLSTATE('Z','2','0','0','3')
+/* a2_redrive of an event that is not dead-lettered (0.2.0) */
+#define ERRCODE_A2_NOT_DEAD_LETTERED		MAKE_SQLSTATE('Z','2','0','0','4')
 
 /* Limits of SPEC section 5, "Sizes" */
 #define A2_MAX_NAME_BYTES	1024	/* ids, session ids, lanes, holders, ... */

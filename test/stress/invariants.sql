@@ -10,7 +10,7 @@
  *	  driver's tables (test/stress/setup.sql) are present, and fails (psql
  *	  exits 3) when any invariant is violated.
  *
- *	  Optional psql variable: max_failures (default 3), the max_failures
+ *	  Optional psql variable: max_failures (default 2), the max_failures
  *	  every a2_fail call of the workload used.
  *
  *	  With the driver's tables, it also holds the store to what the clients
@@ -23,7 +23,7 @@
 \pset footer off
 \if :{?max_failures}
 \else
-\set max_failures 3
+\set max_failures 2
 \endif
 
 SELECT to_regclass('stress_seen') IS NOT NULL AS have_stress,
@@ -105,6 +105,8 @@ $q$ SELECT format('%s/%s processed_at %s, failed_at %s, holder %s, expires %s', 
 			AND (claim_holder IS NOT NULL OR claim_expires_at IS NOT NULL))
 		OR (claim_holder IS NULL) <> (claim_expires_at IS NULL) $q$);
 
+-- A redrive (a2_redrive) resets failure_count to 0 and keeps the last
+-- failure's fields, so only "failures imply a last failure" holds.
 SELECT pg_temp.check_invariant('attempt and failure bookkeeping agree',
 $q$ SELECT format('%s/%s attempts %s, failures %s, last failed attempt %s, first/last claimed %s/%s, failed_at %s',
 				  session_id, idx, attempt_count, failure_count, last_failed_attempt,
@@ -114,8 +116,8 @@ $q$ SELECT format('%s/%s attempts %s, failures %s, last failed attempt %s, first
 		OR last_failed_attempt > attempt_count
 		OR (attempt_count = 0) <> (first_claimed_at IS NULL)
 		OR (attempt_count = 0) <> (last_claimed_at IS NULL)
-		OR (failure_count = 0) <> (last_failed_attempt IS NULL)
-		OR (failure_count = 0) <> (last_failed_at IS NULL) $q$);
+		OR (failure_count > 0 AND last_failed_attempt IS NULL)
+		OR (last_failed_attempt IS NULL) <> (last_failed_at IS NULL) $q$);
 
 SELECT pg_temp.check_invariant(format('dead-lettered exactly at max_failures (%s)', :'max_failures'),
 format($q$ SELECT format('%%s/%%s failure_count %%s, failed_at %%s', session_id, idx,
@@ -263,6 +265,17 @@ $q$ SELECT format('%s/%s attempt %s %s; stored: processed by %s, failed_at %s, l
 		   ELSE e.failed_at IS NULL OR e.last_failed_attempt IS DISTINCT FROM f.attempt
 				OR e.attempt_count IS DISTINCT FROM f.attempt
 		   END $q$);
+
+-- A redrive a client saw commit put the event back at that attempt count:
+-- it is not dead-lettered there any more (it may have died again later).
+SELECT pg_temp.check_invariant('redriven events are not dead-lettered at the redriven attempt',
+$q$ SELECT format('%s/%s redriven at attempt %s; stored: attempts %s, failed_at %s, last failed attempt %s',
+				  r.session_id, r.idx, r.attempt, e.attempt_count, e.failed_at, e.last_failed_attempt)
+	  FROM stress_redrives r
+	  LEFT JOIN a2_events e ON e.session_id = r.session_id AND e.idx = r.idx
+	 WHERE e.idx IS NULL
+		OR e.attempt_count < r.attempt
+		OR (e.failed_at IS NOT NULL AND e.last_failed_attempt <= r.attempt) $q$);
 \endif
 
 \if :have_crash_log

@@ -65,6 +65,15 @@ CREATE TABLE stress_finished (
 	PRIMARY KEY (session_id, idx, attempt)
 );
 
+-- Redrives a client saw commit, with the attempt count at the redrive:
+-- the redriven attempt (and every earlier one) is never current again.
+CREATE TABLE stress_redrives (
+	session_id	text	NOT NULL,
+	idx			bigint	NOT NULL,
+	attempt		integer NOT NULL,
+	client		integer NOT NULL
+);
+
 -- A client's memory of the attempts it holds (or held): the worker acts on
 -- them in later transactions, so leases expire and others re-claim between
 -- the claim and the completion.  done: completed, kept for an idempotent
@@ -251,6 +260,111 @@ BEGIN
 	END IF;
 END $$;
 
+-- Claim the eligible work of up to three sessions, whichever they are, and
+-- remember the attempts.  Every claimed event must be this holder's, at a
+-- fresh attempt (stress_attempts' key), and no session may appear twice.
+CREATE FUNCTION stress_claim_next(c integer) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	holder text := 'c' || c;
+	ttl bigint := (ARRAY[1, 3, 10, 30, 100, 1000, 5000, 5000])[1 + floor(random() * 8)];
+	maxs integer := 1 + floor(random() * 3)::integer;
+	res jsonb;
+	cl jsonb;
+	ev jsonb;
+	sess text;
+	prev bigint;
+	n integer := 0;
+BEGIN
+	IF random() < 0.15 THEN
+		PERFORM set_config('a2.now',
+			(clock_timestamp() + random() * interval '50 ms')::text, true);
+	END IF;
+	res := a2_claim_next(holder, ttl, maxs);
+	IF jsonb_array_length(res->'claims') > maxs
+	   OR (SELECT count(DISTINCT x->>'sessionId') FROM jsonb_array_elements(res->'claims') x)
+		  <> jsonb_array_length(res->'claims')
+	   OR (res->'retryAt' <> 'null' AND (res->>'retryAt')::timestamptz IS NULL) THEN
+		PERFORM stress_fail(format('claim_next(%s) returned %s', maxs, res));
+	END IF;
+	FOR cl IN SELECT * FROM jsonb_array_elements(res->'claims') LOOP
+		sess := cl->>'sessionId';
+		prev := 0;
+		IF jsonb_array_length(cl->'events') = 0 THEN
+			PERFORM stress_fail(format('claim_next: session %s with no events', sess));
+		END IF;
+		FOR ev IN SELECT * FROM jsonb_array_elements(cl->'events') LOOP
+			IF ev->>'claimHolder' IS DISTINCT FROM holder
+			   OR ev->>'sessionId' IS DISTINCT FROM sess
+			   OR ev->'processedAt' <> 'null' OR ev->'failedAt' <> 'null'
+			   OR (ev->>'attemptCount')::integer < 1
+			   OR (ev->>'index')::bigint <= prev
+			THEN
+				PERFORM stress_fail(format('claim_next: bad claimed event %s', ev));
+			END IF;
+			prev := (ev->>'index')::bigint;
+			INSERT INTO stress_attempts (session_id, idx, attempt, client)
+			VALUES (sess, prev, (ev->>'attemptCount')::integer, c);
+			INSERT INTO stress_claims (client, session_id, idx, attempt)
+			VALUES (c, sess, prev, (ev->>'attemptCount')::integer);
+		END LOOP;
+		n := n + 1;
+	END LOOP;
+	PERFORM stress_count(c, 'claim_next', CASE WHEN n = 0 THEN 'none' ELSE n || ' sessions' END);
+END $$;
+
+-- Redrive one dead letter of a session (or all of them).  A redrive that
+-- lost a race (the event was redriven, re-claimed and finished or failed
+-- again meanwhile) is refused with Z2004, the one error allowed here.
+CREATE FUNCTION stress_redrive(c integer, s integer) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	sess text := stress_session(s);
+	dead bigint;
+	res jsonb;
+	evs jsonb;
+	ev jsonb;
+BEGIN
+	SELECT e.idx INTO dead FROM a2_events e
+	 WHERE e.session_id = sess AND e.failed_at IS NOT NULL AND e.processed_at IS NULL
+	 ORDER BY random() LIMIT 1;
+	IF random() < 0.3 THEN
+		evs := a2_redrive(sess)->'events';
+		PERFORM stress_count(c, 'redrive_session', jsonb_array_length(evs) || ' events');
+	ELSIF dead IS NULL THEN
+		PERFORM stress_count(c, 'redrive', 'nothing dead');
+		RETURN;
+	ELSE
+		BEGIN
+			res := a2_redrive(sess, dead);
+		EXCEPTION WHEN SQLSTATE 'Z2004' THEN
+			PERFORM stress_count(c, 'redrive', 'Z2004');
+			RETURN;
+		END;
+		IF res->>'outcome' NOT IN ('redriven', 'already_redriven') THEN
+			PERFORM stress_fail(format('redrive returned %s', res));
+		END IF;
+		PERFORM stress_count(c, 'redrive', res->>'outcome');
+		IF res->>'outcome' = 'already_redriven' THEN
+			RETURN;
+		END IF;
+		evs := jsonb_build_array(res->'event');
+	END IF;
+	FOR ev IN SELECT * FROM jsonb_array_elements(evs) LOOP
+		IF ev->'failedAt' <> 'null' OR (ev->>'failureCount')::integer <> 0
+		   OR ev->'processedAt' <> 'null' OR ev->'claimHolder' <> 'null'
+		   OR ev->>'sessionId' IS DISTINCT FROM sess THEN
+			PERFORM stress_fail(format('redrive returned the event %s', ev));
+		END IF;
+		-- no longer dead-lettered: the client's record of the death goes
+		DELETE FROM stress_finished f
+		 WHERE f.session_id = sess AND f.idx = (ev->>'index')::bigint
+		   AND f.outcome = 'dead_lettered';
+		INSERT INTO stress_redrives (session_id, idx, attempt, client)
+		VALUES (sess, (ev->>'index')::bigint, (ev->>'attemptCount')::integer, c);
+	END LOOP;
+END $$;
+
 -- The attempt count of an event, read after an a2 call that locked its row
 -- in this transaction (so nobody can have changed it since).
 CREATE FUNCTION stress_attempt_count(sess text, i bigint) RETURNS integer
@@ -328,7 +442,7 @@ BEGIN
 		END IF;
 
 	ELSIF r < 0.55 THEN
-		res := a2_fail(cl.session_id, cl.idx, cl.attempt, 'stress failure', 3);
+		res := a2_fail(cl.session_id, cl.idx, cl.attempt, 'stress failure', 2);
 		CASE res->>'outcome'
 		WHEN 'failed', 'dead_lettered' THEN
 			IF res->>'outcome' = 'dead_lettered' THEN
