@@ -19,11 +19,17 @@
 #define ERRCODE_A2_SUPERSEDED_ATTEMPT		MAKE_SQLSTATE('Z','2','0','0','2')
 #define ERRCODE_A2_NOT_FOUND				MAKE_SQLSTATE('Z','2','0','0','3')
 
+/* a2_drop_session without force: the session has unfinished events */
+#define ERRCODE_A2_SESSION_UNFINISHED		MAKE_SQLSTATE('Z','2','0','1','0')
+
 /* Limits of SPEC section 5, "Sizes" */
 #define A2_MAX_NAME_BYTES	1024	/* ids, session ids, lanes, holders, ... */
 #define A2_MAX_LIST_ITEMS	10000	/* elements of any batch or list */
 
 /* Take the per-session transaction advisory lock (hashtext key). */
 extern void a2_lock_session(const char *session_id);
+
+/* The same lock without waiting; false when another transaction holds it. */
+extern bool a2_try_lock_session(const char *session_id);
 
 #endif							/* A2_H */
