@@ -40,15 +40,10 @@ $$;
 COMMENT ON FUNCTION a2_retired_last_index(text) IS
 'The last index of a dropped session (NULL if it was never dropped); appends to a session with no rows continue after it.';
 
--- Storage parameters for the churn every claim and completion causes (no
--- HOT update is possible: claim_expires_at is indexed), from the soak in
--- bench/soak.sh (bench/RESULTS.md, "Bloat under churn").
-ALTER TABLE a2_events SET (
-	autovacuum_vacuum_scale_factor = 0.02,
-	autovacuum_vacuum_insert_scale_factor = 0.05,
-	autovacuum_analyze_scale_factor = 0.05,
-	autovacuum_vacuum_cost_delay = 1
-);
+-- No storage parameters are set on a2_events: the 10-minute churn soak
+-- (bench/soak.sh, bench/RESULTS.md "Bloat under churn") found the partial
+-- indexes bounded under autovacuum's defaults; README "Bloat and
+-- autovacuum" says when to tune.
 
 CREATE FUNCTION a2_list_sessions(prefix text,
 								 cursor text DEFAULT NULL,
