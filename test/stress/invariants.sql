@@ -27,6 +27,7 @@
 \endif
 
 SELECT to_regclass('stress_seen') IS NOT NULL AS have_stress,
+	   to_regclass('stress_retire_seen') IS NOT NULL AS have_retire,
 	   to_regclass('crash_client_log') IS NOT NULL AS have_crash_log
 \gset
 
@@ -58,10 +59,20 @@ END $$;
 
 -- Events ------------------------------------------------------------------
 
-SELECT pg_temp.check_invariant('indexes are exactly 1..max per session',
-$q$ SELECT format('session %s: %s events, indexes %s..%s', session_id, count(*), min(idx), max(idx))
-	  FROM a2_events GROUP BY session_id
-	HAVING min(idx) <> 1 OR max(idx) <> count(*) $q$);
+-- A dropped session (a2_drop_session) starts again after its high-water
+-- mark in a2_retired_sessions; one never dropped starts at 1.
+SELECT pg_temp.check_invariant('indexes are exactly mark+1..max per session (mark 0 if never dropped)',
+$q$ SELECT format('session %s: %s events, indexes %s..%s, mark %s', e.session_id, count(*),
+				  min(e.idx), max(e.idx), COALESCE(min(r.last_index), 0))
+	  FROM a2_events e LEFT JOIN a2_retired_sessions r ON r.session_id = e.session_id
+	 GROUP BY e.session_id
+	HAVING min(e.idx) <> COALESCE(min(r.last_index), 0) + 1
+		OR max(e.idx) - min(e.idx) + 1 <> count(*) $q$);
+
+SELECT pg_temp.check_invariant('no index at or below a dropped session''s high-water mark is reused',
+$q$ SELECT format('%s/%s stored, mark %s', e.session_id, e.idx, r.last_index)
+	  FROM a2_events e JOIN a2_retired_sessions r ON r.session_id = e.session_id
+	 WHERE e.idx <= r.last_index $q$);
 
 SELECT pg_temp.check_invariant('event ids are unique',
 $q$ SELECT format('id %s stored %s times', event_id, count(*))
@@ -252,7 +263,10 @@ $q$ SELECT format('%s/%s attempt_count %s, attempts claimed: %s', e.session_id, 
 	SELECT format('%s/%s attempt %s claimed, event missing', t.session_id, t.idx, t.attempt)
 	  FROM stress_attempts t
 	 WHERE NOT EXISTS (SELECT 1 FROM a2_events e
-						WHERE e.session_id = t.session_id AND e.idx = t.idx) $q$);
+						WHERE e.session_id = t.session_id AND e.idx = t.idx)
+	   -- a dropped session's events are gone: up to its mark
+	   AND t.idx > COALESCE((SELECT r.last_index FROM a2_retired_sessions r
+							  WHERE r.session_id = t.session_id), 0) $q$);
 
 SELECT pg_temp.check_invariant('completions and dead-letterings a client saw are stored',
 $q$ SELECT format('%s/%s attempt %s %s; stored: processed by %s, failed_at %s, last failed attempt %s, attempts %s',
@@ -276,6 +290,24 @@ $q$ SELECT format('%s/%s redriven at attempt %s; stored: attempts %s, failed_at 
 	 WHERE e.idx IS NULL
 		OR e.attempt_count < r.attempt
 		OR (e.failed_at IS NOT NULL AND e.last_failed_attempt <= r.attempt) $q$);
+
+\if :have_retire
+SELECT pg_temp.check_invariant('retire: every event a client saw appended is stored where it saw it, or was dropped',
+$q$ SELECT format('%s seen at %s/%s, stored %s, mark %s', s.event_id, s.session_id, s.idx,
+				  COALESCE(e.session_id || '/' || e.idx, 'nowhere'), r.last_index)
+	  FROM stress_retire_seen s
+	  LEFT JOIN a2_events e ON e.event_id = s.event_id
+	  LEFT JOIN a2_retired_sessions r ON r.session_id = s.session_id
+	 WHERE CASE WHEN e.event_id IS NULL THEN s.idx > COALESCE(r.last_index, 0)
+				ELSE e.session_id <> s.session_id OR e.idx <> s.idx END $q$);
+
+SELECT pg_temp.check_invariant('retire: a high-water mark never moves back',
+$q$ SELECT format('drop %s of %s reported mark %s, stored mark %s', d.seq, d.session_id,
+				  d.last_index, r.last_index)
+	  FROM stress_drops d
+	  LEFT JOIN a2_retired_sessions r ON r.session_id = d.session_id
+	 WHERE d.last_index IS NOT NULL AND (r.last_index IS NULL OR r.last_index < d.last_index) $q$);
+\endif
 \endif
 
 \if :have_crash_log

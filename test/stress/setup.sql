@@ -747,3 +747,105 @@ BEGIN
 	END IF;
 	PERFORM stress_count(c, 'read', 'ok');
 END $$;
+
+-- Retiring sessions (issue 10) ---------------------------------------------
+--
+-- A small pool of sessions of their own ('stress-retire-0..2'), appended
+-- to, claimed, completed and dropped (a2_drop_session with and without
+-- force, a2_drop_finished_sessions) by every client at once.  Their store
+-- clock runs 30 years behind the wall clock (a2.now, transaction-local),
+-- so the batch drop's idle cutoff selects only them, never the main
+-- sessions, while its walk still visits every session.
+
+-- Every event a client saw appended to a retire session.  UNIQUE (session,
+-- idx): an index handed out twice, across drops, fails the run at once.
+CREATE TABLE stress_retire_seen (
+	event_id	text	PRIMARY KEY,
+	session_id	text	NOT NULL,
+	idx			bigint	NOT NULL,
+	client		integer NOT NULL,
+	UNIQUE (session_id, idx)
+);
+
+-- Every drop a client saw commit, with the mark it reported.
+CREATE TABLE stress_drops (
+	seq			bigserial PRIMARY KEY,
+	client		integer NOT NULL,
+	session_id	text	NOT NULL,
+	last_index	bigint,
+	forced		boolean NOT NULL
+);
+
+CREATE SEQUENCE stress_retire_ids;
+
+CREATE FUNCTION stress_retire(c integer, s integer) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	sess text := 'stress-retire-' || (s % 3);
+	r double precision := random();
+	res jsonb;
+	ev jsonb;
+	mark bigint;
+	n bigint;
+BEGIN
+	PERFORM set_config('a2.now', (clock_timestamp() - interval '30 years')::text, true);
+	IF r < 0.35 THEN
+		res := a2_append(sess, jsonb_build_array(
+			jsonb_build_object('id', 'sr-' || nextval('stress_retire_ids'), 'type', 'r',
+							   'settled', random() < 0.3),
+			jsonb_build_object('id', 'sr-' || nextval('stress_retire_ids'), 'type', 'r',
+							   'settled', true)));
+		-- under the session lock this append holds, no drop can commit
+		-- in between: the mark read now is the one the append saw
+		mark := COALESCE(a2_retired_last_index(sess), 0);
+		FOR ev IN SELECT e FROM jsonb_array_elements(res->'events') e LOOP
+			IF (ev->>'index')::bigint <= mark THEN
+				PERFORM stress_fail(format('%s: append got index %s, at or below the mark %s',
+										   sess, ev->>'index', mark));
+			END IF;
+			INSERT INTO stress_retire_seen VALUES (ev->>'id', sess, (ev->>'index')::bigint, c);
+		END LOOP;
+		PERFORM stress_count(c, 'retire_append', 'ok');
+	ELSIF r < 0.50 THEN
+		-- short leases, left to expire or be completed by the next branch
+		res := a2_claim(sess, 'retire-' || c, 200);
+		-- recorded like the main claims: none twice, even across drops
+		INSERT INTO stress_attempts (session_id, idx, attempt, client)
+		SELECT sess, (e->>'index')::bigint, (e->>'attemptCount')::int, c
+		  FROM jsonb_array_elements(res->'events') e;
+		PERFORM stress_count(c, 'retire_claim', res->>'outcome');
+	ELSIF r < 0.70 THEN
+		-- complete some leased event; a drop may remove it after the read
+		SELECT e INTO ev FROM jsonb_array_elements(a2_read(sess)) e
+		 WHERE e->>'processedAt' IS NULL AND e->>'failedAt' IS NULL
+		   AND (e->>'attemptCount')::int > 0
+		 ORDER BY random() LIMIT 1;
+		IF ev IS NULL THEN
+			PERFORM stress_count(c, 'retire_complete', 'nothing');
+			RETURN;
+		END IF;
+		BEGIN
+			res := a2_complete(sess, (ev->>'index')::bigint, (ev->>'attemptCount')::int);
+			PERFORM stress_count(c, 'retire_complete', res->>'outcome');
+		EXCEPTION WHEN SQLSTATE 'Z2003' THEN
+			PERFORM stress_count(c, 'retire_complete', 'Z2003');
+		END;
+	ELSIF r < 0.85 THEN
+		BEGIN
+			res := a2_drop_session(sess);
+			INSERT INTO stress_drops (client, session_id, last_index, forced)
+			VALUES (c, sess, (res->>'lastIndex')::bigint, false);
+			PERFORM stress_count(c, 'retire_drop', 'dropped');
+		EXCEPTION WHEN SQLSTATE 'Z2010' THEN
+			PERFORM stress_count(c, 'retire_drop', 'Z2010');
+		END;
+	ELSIF r < 0.95 THEN
+		n := a2_drop_finished_sessions(0, 2);
+		PERFORM stress_count(c, 'retire_drop_finished', n::text);
+	ELSE
+		res := a2_drop_session(sess, true);
+		INSERT INTO stress_drops (client, session_id, last_index, forced)
+		VALUES (c, sess, (res->>'lastIndex')::bigint, true);
+		PERFORM stress_count(c, 'retire_drop', 'forced');
+	END IF;
+END $$;
