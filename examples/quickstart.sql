@@ -128,3 +128,61 @@ SELECT a2_presence_set('room-1', 'alice', '{"typing": null}', '2026-01-01T10:00:
 \o
 SELECT p->>'participant' AS participant, p->>'field' AS field, p->'value' AS value, p->>'expiresAt' AS expires_at
   FROM jsonb_array_elements(a2_presence_read('room-1')) AS p;
+
+\echo
+\echo '== 15. A misspelled key is refused, not stored as null (SQLSTATE 22023)'
+\set ON_ERROR_STOP 0
+SELECT a2_append('order-44', '[{"type": "order.placed", "paylaod": {"sku": "jam"}}]');
+\echo '   refused as expected, SQLSTATE' :LAST_ERROR_SQLSTATE '(the hint lists the accepted keys); nothing was written'
+\set ON_ERROR_STOP 1
+
+\echo
+\echo '== 16. The card problem is fixed: redrive the dead letter (new failure budget, last error kept)'
+SELECT r->>'outcome' AS outcome, r#>>'{event,index}' AS index,
+       r#>>'{event,failureCount}' AS failures, r#>>'{event,lastError}' AS last_error,
+       r#>>'{event,attemptCount}' AS attempts_so_far
+  FROM a2_redrive('order-42', 3) AS r;
+
+\echo
+\echo '== 17. A fleet worker: a2_claim_next finds the sessions with work by itself, oldest first'
+-- More work in other sessions, appended later than order-42's event 3.
+\o /dev/null
+SET a2.now = '2026-01-01T10:00:05.000Z';
+SELECT a2_append('order-44', '[{"id": "o44-placed", "type": "order.placed", "payload": {"sku": "jam"}}]');
+SELECT a2_append('order-45', '[{"id": "o45-placed", "type": "order.placed", "payload": {"sku": "honey"}, "lane": "payments"},
+                               {"id": "o45-changed", "type": "order.changed", "payload": {"qty": 2}, "lane": "payments"}]');
+CREATE TABLE fleet_log (n serial, session_id text, index bigint, type text, attempt int);
+
+-- The worker loop: claim up to max_sessions sessions, handle each claimed
+-- event and complete it in the same transaction as the handler's own
+-- write, commit, repeat until nothing is claimable; then retryAt says how
+-- long an idle worker may sleep (or LISTEN a2_events).
+CREATE PROCEDURE fleet_worker(holder text, max_sessions int) LANGUAGE plpgsql AS $$
+DECLARE
+	j jsonb;
+	c jsonb;
+	e jsonb;
+BEGIN
+	LOOP
+		j := a2_claim_next(holder, 30000, max_sessions);
+		EXIT WHEN jsonb_array_length(j->'claims') = 0;
+		FOR c IN SELECT * FROM jsonb_array_elements(j->'claims') LOOP
+			FOR e IN SELECT * FROM jsonb_array_elements(c->'events') LOOP
+				INSERT INTO fleet_log (session_id, index, type, attempt)
+				VALUES (c->>'sessionId', (e->>'index')::bigint, e->>'type', (e->>'attemptCount')::int);
+				PERFORM a2_complete(c->>'sessionId', (e->>'index')::bigint, (e->>'attemptCount')::int);
+			END LOOP;
+		END LOOP;
+		COMMIT;
+	END LOOP;
+	RAISE NOTICE 'fleet_worker %: idle, retryAt %', holder, coalesce(j->>'retryAt', 'null (nothing leased)');
+END $$;
+SET client_min_messages = notice;
+\o
+CALL fleet_worker('fleet-1', 1);
+\o /dev/null
+SET client_min_messages = warning;
+\o
+\echo '   served oldest available first: the redriven event 3 of order-42 and order-43 (both from 09:00),'
+\echo '   then order-44 and order-45 (10:00:05); order-45 event 2 waited in its lane for event 1'
+SELECT n, session_id, index, type, attempt FROM fleet_log ORDER BY n;

@@ -44,7 +44,143 @@ COMMENT ON FUNCTION a2_notify_wait(bigint) IS
 
 -- == fleet claiming, redrive (issue 9) ===================================
 
+-- The rows that are or will become claimable (lane-ready, unprocessed, not
+-- dead-lettered), keyed by the time they became available: the lease
+-- expiry when leased, else the creation time.  a2_claim_next walks it
+-- oldest first and stops at now, so its cost does not grow with the
+-- number of sessions or of finished events; its retryAt is one probe
+-- past now.  session_id makes the key unique enough to resume a walk.
+CREATE INDEX a2_events_available
+	ON a2_events ((COALESCE(claim_expires_at, created_at)), session_id)
+	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL;
+
+CREATE FUNCTION a2_claim_next(holder text,
+							  ttl_ms bigint,
+							  max_sessions integer DEFAULT 1,
+							  expires_at timestamptz DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'a2_claim_next'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION a2_claim_next(text, bigint, integer, timestamptz) IS
+'Claim, by a2_claim''s rule, every eligible event of up to max_sessions sessions that have eligible work now, oldest available work first, skipping (never waiting for) sessions other transactions are claiming; returns {"claims":[{"sessionId","events":[StoredEvent]}],"retryAt":iso|null}, retryAt being the earliest live lease expiry.';
+
+CREATE FUNCTION a2_redrive(session_id text, event_index bigint)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'a2_redrive'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION a2_redrive(text, bigint) IS
+'Put a dead-lettered event back in play (claimable at once, failureCount reset to 0, last error kept); returns {"outcome":"redriven"|"already_redriven","event":StoredEvent}. An event that is not dead-lettered raises Z2004.';
+
+CREATE FUNCTION a2_redrive(session_id text)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'a2_redrive_session'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION a2_redrive(text) IS
+'Redrive every dead-lettered event of a session, in index order; returns {"events":[StoredEvent]} (the redriven events, [] when there were none).';
+
 -- == operations: inspection, metrics, retention (issue 10) ===============
+
+-- High-water marks of dropped sessions: a2_drop_session records the last
+-- index here, and append reads it (through a2_retired_last_index) only
+-- when the session has no event rows, so indexes are never reused.  One
+-- small row per dropped session id, kept forever.
+CREATE TABLE a2_retired_sessions (
+	session_id		text	NOT NULL PRIMARY KEY,
+	last_index		bigint	NOT NULL,
+	retired_at		bigint	NOT NULL
+);
+
+SELECT pg_catalog.pg_extension_config_dump('a2_retired_sessions', '');
+
+-- STABLE, so under the session lock it reads with the caller's statement
+-- snapshot (the latest one, see a2_exec_latest); SECURITY DEFINER, so an
+-- appender needs no privilege on a2_retired_sessions and cannot list it.
+CREATE FUNCTION a2_retired_last_index(session_id text)
+RETURNS bigint
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+AS $$
+	SELECT r.last_index FROM @extschema@.a2_retired_sessions r
+	 WHERE r.session_id OPERATOR(pg_catalog.=) $1
+$$;
+
+COMMENT ON FUNCTION a2_retired_last_index(text) IS
+'The last index of a dropped session (NULL if it was never dropped); appends to a session with no rows continue after it.';
+
+-- No storage parameters are set on a2_events: the 10-minute churn soak
+-- (bench/soak.sh, bench/RESULTS.md "Bloat under churn") found the partial
+-- indexes bounded under autovacuum's defaults; README "Bloat and
+-- autovacuum" says when to tune.
+
+CREATE FUNCTION a2_list_sessions(prefix text,
+								 cursor text DEFAULT NULL,
+								 max_sessions integer DEFAULT 100)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'a2_list_sessions'
+LANGUAGE C STABLE;
+
+COMMENT ON FUNCTION a2_list_sessions(text, text, integer) IS
+'A page of session summaries in session-id order: {"sessions": [{sessionId, eventCount, pendingCount, failedCount, attemptCount, failureCount, firstEventAt, updatedAt}], "cursor": text or null}. Pass cursor back for the next page; a page costs in proportion to the page.';
+
+CREATE FUNCTION a2_list_snapshots(session_id text,
+								  include_history boolean DEFAULT false)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'a2_list_snapshots'
+LANGUAGE C STABLE;
+
+COMMENT ON FUNCTION a2_list_snapshots(text, boolean) IS
+'A session''s reducer checkpoints, ordered by reducer and index: [{reducerName, index, updatedAt}] (the heads); with include_history, the pinned history rows too and a "head" flag on every element.';
+
+CREATE FUNCTION a2_metrics(
+	OUT sessions_with_eligible_work bigint,
+	OUT eligible_events bigint,
+	OUT leased_events bigint,
+	OUT expired_leases bigint,
+	OUT dead_letters bigint,
+	OUT lane_waiting_events bigint,
+	OUT oldest_eligible_created_at timestamptz,
+	OUT oldest_eligible_age_ms bigint,
+	OUT events_estimate bigint,
+	OUT dead_rows_estimate bigint,
+	OUT events_inserted_estimate bigint,
+	OUT measured_at timestamptz)
+AS 'MODULE_PATHNAME', 'a2_metrics'
+LANGUAGE C STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+-- The unprocessed rows are found through a2_events_unprocessed.  Once they
+-- are a few per cent of the table the planner picks a sequential scan,
+-- although they sit together in the newest pages (appends and the updates
+-- of claims go there): 3.4 s instead of 0.36 s on 10M events with 500k
+-- unprocessed (bench/RESULTS.md).  JIT would only add compile time.
+SET enable_seqscan = off
+SET jit = off;
+
+COMMENT ON FUNCTION a2_metrics() IS
+'Dispatch gauges, one row. Exact as of the caller''s snapshot and the store clock: sessions with eligible work, eligible events (expired leases included), leased events, expired leases not yet reclaimed, dead letters, events waiting behind their lane, oldest eligible event. Estimates from pg_stat: live rows, dead rows, rows inserted since the stats reset. Costs one pass over the unprocessed events.';
+
+-- Aggregates only, never payloads: a monitoring role needs EXECUTE (and
+-- USAGE on the schema), not SELECT on the tables.  pg_monitor gets it.
+REVOKE ALL ON FUNCTION a2_metrics() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION a2_metrics() TO pg_monitor;
+
+CREATE FUNCTION a2_drop_session(session_id text, force boolean DEFAULT false)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'a2_drop_session'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION a2_drop_session(text, boolean) IS
+'Remove a session''s rows from a2_events, a2_snapshots, a2_snapshot_history and a2_snapshot_pins and remember its last index, so later appends continue after it. Refuses with Z2010 while an event is neither processed nor dead-lettered, unless force. Returns {"sessionId", "dropped", "events", "snapshots", "lastIndex"}.';
+
+CREATE FUNCTION a2_drop_finished_sessions(idle_ms bigint, max_sessions integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'a2_drop_finished_sessions'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION a2_drop_finished_sessions(bigint, integer) IS
+'Drop up to max_sessions sessions that have nothing unfinished and no append for idle_ms (store clock); skips sessions another transaction holds. Returns how many were dropped. For a scheduled job.';
 
 -- == distributed mode (issue 12) =========================================
 

@@ -18,6 +18,11 @@
 #define ERRCODE_A2_PARTIAL_DUPLICATE_BATCH	MAKE_SQLSTATE('Z','2','0','0','1')
 #define ERRCODE_A2_SUPERSEDED_ATTEMPT		MAKE_SQLSTATE('Z','2','0','0','2')
 #define ERRCODE_A2_NOT_FOUND				MAKE_SQLSTATE('Z','2','0','0','3')
+/* a2_redrive of an event that is not dead-lettered (0.2.0) */
+#define ERRCODE_A2_NOT_DEAD_LETTERED		MAKE_SQLSTATE('Z','2','0','0','4')
+
+/* a2_drop_session without force: the session has unfinished events */
+#define ERRCODE_A2_SESSION_UNFINISHED		MAKE_SQLSTATE('Z','2','0','1','0')
 
 /* Limits of SPEC section 5, "Sizes" */
 #define A2_MAX_NAME_BYTES	1024	/* ids, session ids, lanes, holders, ... */
@@ -25,5 +30,8 @@
 
 /* Take the per-session transaction advisory lock (hashtext key). */
 extern void a2_lock_session(const char *session_id);
+
+/* The same lock without waiting; false when another transaction holds it. */
+extern bool a2_try_lock_session(const char *session_id);
 
 #endif							/* A2_H */

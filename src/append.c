@@ -45,6 +45,14 @@ static A2Statement session_pending = {
 
 
 /*
+ * The high-water mark of a dropped session (src/retire.c), read only when
+ * the session has no event rows (COALESCE stops at its first non-null
+ * argument), so indexes continue after a drop and are never reused.  A
+ * SECURITY DEFINER function: appenders need no grant on the table.
+ */
+#define RETIRED_MARK "@extschema@.a2_retired_last_index($1)"
+
+/*
  * One statement: read the session's greatest index (and, when $10 asks,
  * whether it has an unprocessed event), then insert the batch after it.  An
  * event with a lane is lane-ready when no unprocessed event of that lane
@@ -57,7 +65,8 @@ static A2Statement session_pending = {
 #define INSERT_BATCH_SQL(on_conflict) \
 	"WITH st AS MATERIALIZED (" \
 	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e" \
-	"                    WHERE e.session_id = $1 ORDER BY e.idx DESC LIMIT 1), 0) AS base," \
+	"                    WHERE e.session_id = $1 ORDER BY e.idx DESC LIMIT 1)," \
+	"                  " RETIRED_MARK ", 0) AS base," \
 	"         CASE WHEN $10 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events e" \
 	"                  WHERE e.session_id = $1 AND e.processed_at IS NULL) END AS pending" \
 	"), ins AS (" \
@@ -100,7 +109,8 @@ static A2Statement insert_generated = {
 	"   cause, lane, lane_ready, processed_at)" \
 	" VALUES ($1," \
 	"   COALESCE((SELECT x.idx FROM @extschema@.a2_events x" \
-	"              WHERE x.session_id = $1 ORDER BY x.idx DESC LIMIT 1), 0) + 1," \
+	"              WHERE x.session_id = $1 ORDER BY x.idx DESC LIMIT 1)," \
+	"            " RETIRED_MARK ", 0) + 1," \
 	"   $3, $4, $5, $2, $6, $7," \
 	"   $7 IS NULL OR NOT EXISTS (SELECT 1 FROM @extschema@.a2_events p" \
 	"              WHERE p.session_id = $1 AND p.lane = $7 AND p.processed_at IS NULL)," \

@@ -29,6 +29,7 @@
 #include "utils/timestamp.h"
 
 #include "a2.h"
+#include "claim.h"
 #include "clock.h"
 #include "json_out.h"
 #include "spi_plans.h"
@@ -36,23 +37,35 @@
 
 PG_FUNCTION_INFO_V1(a2_claim);
 
+/*
+ * The claim statement.  a2_claim_next runs the same text with SKIP LOCKED,
+ * so both follow one rule; only whether a locked row is waited for differs.
+ */
+#define CLAIM_ELIGIBLE_SQL(lock_clause) \
+	"WITH eligible AS MATERIALIZED (" \
+	"  SELECT e.idx FROM @extschema@.a2_events e" \
+	"   WHERE e.session_id = $1 AND e.processed_at IS NULL" \
+	"     AND e.failed_at IS NULL AND e.lane_ready" \
+	"     AND (e.claim_expires_at IS NULL OR e.claim_expires_at <= $2)" \
+	"     AND e.idx <> ALL ($5)" \
+	"   ORDER BY e.idx " lock_clause \
+	"), claimed AS (" \
+	"  UPDATE @extschema@.a2_events e SET" \
+	"    attempt_count = e.attempt_count + 1," \
+	"    first_claimed_at = COALESCE(e.first_claimed_at, $2)," \
+	"    last_claimed_at = $2, claim_holder = $3, claim_expires_at = $4" \
+	"   WHERE e.session_id = $1" \
+	"     AND e.idx = ANY (ARRAY (SELECT eligible.idx FROM eligible))" \
+	"  RETURNING " A2_EVENT_COLUMNS \
+	") SELECT * FROM claimed ORDER BY idx"
+
 static A2Statement claim_eligible = {
-	.sql = "WITH eligible AS MATERIALIZED ("
-	"  SELECT e.idx FROM @extschema@.a2_events e"
-	"   WHERE e.session_id = $1 AND e.processed_at IS NULL"
-	"     AND e.failed_at IS NULL AND e.lane_ready"
-	"     AND (e.claim_expires_at IS NULL OR e.claim_expires_at <= $2)"
-	"     AND e.idx <> ALL ($5)"
-	"   ORDER BY e.idx FOR UPDATE"
-	"), claimed AS ("
-	"  UPDATE @extschema@.a2_events e SET"
-	"    attempt_count = e.attempt_count + 1,"
-	"    first_claimed_at = COALESCE(e.first_claimed_at, $2),"
-	"    last_claimed_at = $2, claim_holder = $3, claim_expires_at = $4"
-	"   WHERE e.session_id = $1"
-	"     AND e.idx = ANY (ARRAY (SELECT eligible.idx FROM eligible))"
-	"  RETURNING " A2_EVENT_COLUMNS
-	") SELECT * FROM claimed ORDER BY idx",
+	.sql = CLAIM_ELIGIBLE_SQL("FOR UPDATE"),
+	.nargs = 5, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT8ARRAYOID}
+};
+
+static A2Statement claim_eligible_skip_locked = {
+	.sql = CLAIM_ELIGIBLE_SQL("FOR UPDATE SKIP LOCKED"),
 	.nargs = 5, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT8ARRAYOID}
 };
 
@@ -63,30 +76,30 @@ static A2Statement next_expiry = {
 	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
-typedef struct ClaimArgs
+uint64
+a2_claim_session(const A2ClaimArgs *args, bool skip_locked)
 {
-	char	   *session_id;
-	char	   *holder;
-	int64		now_ms;
-	int64		expires_ms;
-	Datum		exclude;		/* bigint[] */
-} ClaimArgs;
-
-static Jsonb *
-claim_events(ClaimArgs *args)
-{
-	MemoryContext caller = a2_spi_begin();
-	A2Json		js = NULL;
 	Datum		values[5];
-	uint64		n;
-	Jsonb	   *result;
 
 	values[0] = CStringGetTextDatum(args->session_id);
 	values[1] = Int64GetDatum(args->now_ms);
 	values[2] = CStringGetTextDatum(args->holder);
 	values[3] = Int64GetDatum(args->expires_ms);
 	values[4] = args->exclude;
-	n = a2_exec(&claim_eligible, values, NULL, false, SPI_OK_SELECT);
+	return a2_exec(skip_locked ? &claim_eligible_skip_locked : &claim_eligible,
+				   values, NULL, false, SPI_OK_SELECT);
+}
+
+static Jsonb *
+claim_events(A2ClaimArgs *args)
+{
+	MemoryContext caller = a2_spi_begin();
+	A2Json		js = NULL;
+	Datum		values[2];
+	uint64		n;
+	Jsonb	   *result;
+
+	n = a2_claim_session(args, false);
 
 	a2j_begin_object(&js, NULL);
 	if (n > 0)
@@ -102,6 +115,8 @@ claim_events(ClaimArgs *args)
 		bool		isnull;
 		Datum		retry;
 
+		values[0] = CStringGetTextDatum(args->session_id);
+		values[1] = Int64GetDatum(args->now_ms);
 		a2_exec(&next_expiry, values, NULL, false, SPI_OK_SELECT);
 		retry = a2_col(0, 1, &isnull);
 		if (isnull)
@@ -151,7 +166,7 @@ exclude_arg(FunctionCallInfo fcinfo, int argno)
 Datum
 a2_claim(PG_FUNCTION_ARGS)
 {
-	ClaimArgs	args;
+	A2ClaimArgs args;
 	int64		ttl_ms;
 
 	args.session_id = a2_name_arg(fcinfo, 0, "session_id");

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * json_out.c
- *	  jsonb result building for every a2 function.
+ *	  jsonb result building for every a2 function, and the JSON field
+ *	  readers (a2_json_field, a2_json_int64) that validate.c and the stored
+ *	  cause check share.  Depends on no other a2 module.
  *
  *	  Results are assembled as a JsonbValue tree with pushJsonbValue() in the
  *	  SPI procedure context (freed by SPI_finish) and flattened into the
@@ -22,7 +24,6 @@
 #include "utils/numeric.h"
 
 #include "json_out.h"
-#include "validate.h"
 
 #define MS_PER_DAY	INT64CONST(86400000)
 
@@ -219,6 +220,42 @@ a2_make_cause(int64 index, int64 attempt, int64 batch_size)
 		a2j_int(&js, "batchSize", batch_size);
 	root = a2j_end_object(&js);
 	return JsonbValueToJsonb(root);
+}
+
+/* --- reading JSON input ----------------------------------------------- */
+
+bool
+a2_json_int64(const JsonbValue *v, int64 *result)
+{
+	Numeric		num;
+	Numeric		floored;
+
+	if (v->type != jbvNumeric)
+		return false;
+	num = v->val.numeric;
+	if (numeric_is_nan(num) || numeric_is_inf(num))
+		return false;
+	floored = DatumGetNumeric(DirectFunctionCall1(numeric_floor,
+												  NumericGetDatum(num)));
+	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(num),
+										  NumericGetDatum(floored))) != 0)
+		return false;
+	/* PostgreSQL 15 has no soft-error numeric -> int8: range-check first */
+	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(num),
+										  NumericGetDatum(int64_to_numeric(PG_INT64_MAX)))) > 0 ||
+		DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(num),
+										  NumericGetDatum(int64_to_numeric(PG_INT64_MIN)))) < 0)
+		return false;
+	*result = DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(num)));
+	return true;
+}
+
+bool
+a2_json_field(JsonbContainer *obj, const char *key, JsonbValue *out)
+{
+	if (getKeyJsonValueFromContainer(obj, key, strlen(key), out) == NULL)
+		return false;
+	return out->type != jbvNull;
 }
 
 /* --- event rows ------------------------------------------------------- */

@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * json_out.h
- *	  Building the jsonb results: scalar helpers, ISO-8601 timestamps as
- *	  JavaScript's toISOString() writes them, and StoredEvent / Event
- *	  objects from a2_events rows selected with A2_EVENT_COLUMNS.
+ *	  The jsonb primitives: building the results (scalar helpers, ISO-8601
+ *	  timestamps as JavaScript's toISOString() writes them, StoredEvent /
+ *	  Event objects from a2_events rows selected with A2_EVENT_COLUMNS) and
+ *	  the two field readers everything else builds on.  It depends on no
+ *	  other a2 module; validate.h builds its argument checks on it.
  *
  *	  Every helper takes a key: non-NULL pushes a key/value pair into the
  *	  open object, NULL pushes an element into the open array.
@@ -87,5 +89,14 @@ extern void a2_format_iso(int64 epoch_ms, char *buf);
 
 /* Build {index, attempt[, batchSize]} as jsonb (batch_size < 1: absent). */
 extern Jsonb *a2_make_cause(int64 index, int64 attempt, int64 batch_size);
+
+/* A JSON number that is an integer (2.0 counts) fitting int64. */
+extern bool a2_json_int64(const JsonbValue *v, int64 *result);
+
+/*
+ * Field lookup in a JSON object: false when absent or JSON null (SPEC: a
+ * null optional field means absent).
+ */
+extern bool a2_json_field(JsonbContainer *obj, const char *key, JsonbValue *out);
 
 #endif							/* A2_JSON_OUT_H */

@@ -61,3 +61,14 @@ a2_lock_session(const char *session_id)
 	DirectFunctionCall1(pg_advisory_xact_lock_int8,
 						Int64GetDatum((int64) DatumGetInt32(key)));
 }
+
+bool
+a2_try_lock_session(const char *session_id)
+{
+	Datum		key;
+
+	key = DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+								  CStringGetTextDatum(session_id));
+	return DatumGetBool(DirectFunctionCall1(pg_try_advisory_xact_lock_int8,
+											Int64GetDatum((int64) DatumGetInt32(key))));
+}

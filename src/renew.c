@@ -142,6 +142,8 @@ cmp_claim(const void *a, const void *b)
 static void
 parse_claims(Jsonb *claims, int count, RenewArgs *args)
 {
+	static const char *const claim_keys[] = {"index", "attempt", NULL};
+
 	args->count = count;
 	args->claims = palloc(sizeof(ListedClaim) * Max(count, 1));
 	for (int i = 0; i < count; i++)
@@ -151,6 +153,8 @@ parse_claims(Jsonb *claims, int count, RenewArgs *args)
 		JsonbValue	f;
 		char		path[64];
 
+		snprintf(path, sizeof(path), "claims[%d]", i);
+		a2_json_check_keys(obj, claim_keys, "claims", args->session_id, path);
 		snprintf(path, sizeof(path), "claims[%d].index", i);
 		if (!a2_json_field(obj, "index", &f))
 			a2_invalid("claims", args->session_id, "%s is required.", path);

@@ -166,6 +166,7 @@ static void
 parse_writes(Jsonb *snapshots, int count, PutContext *ctx)
 {
 	const char *sid = ctx->session_id;
+	static const char *const write_keys[] = {"index", "state", "pinEventIndexes", NULL};
 
 	ctx->writes = palloc0(sizeof(SnapshotWrite) * Max(count, 1));
 	ctx->count = count;
@@ -177,6 +178,8 @@ parse_writes(Jsonb *snapshots, int count, PutContext *ctx)
 		char		path[64];
 
 		w->position = i;
+		snprintf(path, sizeof(path), "snapshots[%d]", i);
+		a2_json_check_keys(obj, write_keys, "snapshots", sid, path);
 		snprintf(path, sizeof(path), "snapshots[%d].index", i);
 		if (!a2_json_field(obj, "index", &f))
 			a2_invalid("snapshots", sid, "%s is required.", path);

@@ -308,6 +308,7 @@ a2_read_states(PG_FUNCTION_ARGS)
 	Jsonb	   *requests;
 	int			count;
 	char	   *reducer;
+	static const char *const request_keys[] = {"sessionId", "throughIndex", "snapshotThroughIndex", NULL};
 
 	requests = a2_array_arg(fcinfo, 0, "requests", &count);
 	reducer = a2_name_arg(fcinfo, 1, "reducer_name");
@@ -322,6 +323,8 @@ a2_read_states(PG_FUNCTION_ARGS)
 		int64		through = 0,
 					snap = 0;
 
+		snprintf(path, sizeof(path), "requests[%d]", i);
+		a2_json_check_keys(obj, request_keys, "requests", NULL, path);
 		snprintf(path, sizeof(path), "requests[%d].sessionId", i);
 		if (!a2_json_field(obj, "sessionId", &f))
 			a2_invalid("requests", NULL, "%s is required.", path);

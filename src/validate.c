@@ -18,9 +18,7 @@
 
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
-#include "utils/fmgrprotos.h"
 #include "utils/jsonb.h"
-#include "utils/numeric.h"
 
 #include "a2.h"
 #include "json_out.h"
@@ -142,38 +140,62 @@ a2_array_arg(FunctionCallInfo fcinfo, int argno, const char *name, int *count)
 	return j;
 }
 
-bool
-a2_json_int64(const JsonbValue *v, int64 *result)
+/*
+ * SPEC section 5: a key the contract does not define is refused, so that a
+ * misspelled optional field ("paylaod") is never stored as absent.  Keys
+ * are compared bytewise, as getKeyJsonValueFromContainer() finds them.
+ */
+static bool
+key_is(const char *name, const JsonbValue *key)
 {
-	Numeric		num;
-	Numeric		floored;
-
-	if (v->type != jbvNumeric)
-		return false;
-	num = v->val.numeric;
-	if (numeric_is_nan(num) || numeric_is_inf(num))
-		return false;
-	floored = DatumGetNumeric(DirectFunctionCall1(numeric_floor,
-												  NumericGetDatum(num)));
-	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(num),
-										  NumericGetDatum(floored))) != 0)
-		return false;
-	/* PostgreSQL 15 has no soft-error numeric -> int8: range-check first */
-	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(num),
-										  NumericGetDatum(int64_to_numeric(PG_INT64_MAX)))) > 0 ||
-		DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(num),
-										  NumericGetDatum(int64_to_numeric(PG_INT64_MIN)))) < 0)
-		return false;
-	*result = DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(num)));
-	return true;
+	return name != NULL && strlen(name) == (size_t) key->val.string.len &&
+		memcmp(name, key->val.string.val, key->val.string.len) == 0;
 }
 
-bool
-a2_json_field(JsonbContainer *obj, const char *key, JsonbValue *out)
+/* `unlisted`: one more key that passes without being offered in the hint */
+static void
+check_keys(JsonbContainer *obj, const char *const *accepted,
+		   const char *unlisted, const char *argname, const char *session_id,
+		   const char *path)
 {
-	if (getKeyJsonValueFromContainer(obj, key, strlen(key), out) == NULL)
-		return false;
-	return out->type != jbvNull;
+	JsonbIterator *it = JsonbIteratorInit(obj);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		StringInfoData list;
+		char	   *key;
+		bool		known = false;
+
+		if (tok != WJB_KEY)
+			continue;
+		known = key_is(unlisted, &v);
+		for (const char *const *a = accepted; *a != NULL; a++)
+			known = known || key_is(*a, &v);
+		if (known)
+			continue;
+
+		initStringInfo(&list);
+		for (const char *const *a = accepted; *a != NULL; a++)
+			appendStringInfo(&list, "%s%s", a == accepted ? "" : ", ", *a);
+		/* quote the key as the input spelled it, even if long or odd */
+		key = pnstrdup(v.val.string.val, Min(v.val.string.len, 64));
+		if (session_id)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown key \"%s%s\" in %s for session \"%s\"",
+							key, v.val.string.len > 64 ? "..." : "", path, session_id),
+					 errdetail("The key is not part of the a2 contract; nothing was written."),
+					 errhint("Accepted keys in %s: %s.", path, list.data)));
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown key \"%s%s\" in %s",
+							key, v.val.string.len > 64 ? "..." : "", path),
+					 errdetail("The key is not part of the a2 contract; nothing was written."),
+					 errhint("Accepted keys in %s: %s.", path, list.data)));
+	}
 }
 
 JsonbContainer *
@@ -211,6 +233,19 @@ a2_json_name_field(JsonbValue *v, const char *argname, const char *session_id,
 	return pnstrdup(v->val.string.val, v->val.string.len);
 }
 
+void
+a2_json_check_keys(JsonbContainer *obj, const char *const *accepted,
+				   const char *argname, const char *session_id,
+				   const char *path)
+{
+	check_keys(obj, accepted, NULL, argname, session_id, path);
+}
+
+/* The keys of SPEC section 3's input shapes for append and complete */
+static const char *const cause_keys[] = {"index", "attempt", "batchSize", NULL};
+static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", NULL};
+static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", NULL};
+
 static void
 parse_cause(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
 {
@@ -222,6 +257,8 @@ parse_cause(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
 	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
 		a2_invalid("events", session_id, "events[%d].cause must be a JSON object.", i);
 	obj = v->val.binary.data;
+	snprintf(path, sizeof(path), "events[%d].cause", i);
+	a2_json_check_keys(obj, cause_keys, "events", session_id, path);
 
 	snprintf(path, sizeof(path), "events[%d].cause.index", i);
 	if (!a2_json_field(obj, "index", &f))
@@ -263,6 +300,18 @@ a2_parse_events(Jsonb *events, const char *session_id, bool for_complete,
 		JsonbValue	f;
 		char		path[64];
 
+		/* complete's own refusal of a cause says why; keep it first */
+		if (for_complete && a2_json_field(obj, "cause", &f))
+			a2_invalid("events", session_id,
+					   "events[%d].cause is not accepted: a2_complete sets it to the completed attempt.", i);
+		/*
+		 * complete takes no cause, but a JSON null one is absent (SPEC 5), so
+		 * it passes without being offered in the hint
+		 */
+		snprintf(path, sizeof(path), "events[%d]", i);
+		check_keys(obj, for_complete ? complete_keys : append_keys,
+				   for_complete ? "cause" : NULL, "events", session_id, path);
+
 		snprintf(path, sizeof(path), "events[%d].id", i);
 		if (a2_json_field(obj, "id", &f))
 			ev->id = a2_json_name_field(&f, "events", session_id, path);
@@ -284,12 +333,7 @@ a2_parse_events(Jsonb *events, const char *session_id, bool for_complete,
 		}
 
 		if (a2_json_field(obj, "cause", &f))
-		{
-			if (for_complete)
-				a2_invalid("events", session_id,
-						   "events[%d].cause is not accepted: a2_complete sets it to the completed attempt.", i);
 			parse_cause(&f, ev, session_id, i);
-		}
 
 		snprintf(path, sizeof(path), "events[%d].lane", i);
 		if (a2_json_field(obj, "lane", &f))

@@ -17,6 +17,8 @@
 #include "fmgr.h"
 #include "utils/jsonb.h"
 
+#include "json_out.h"			/* a2_json_field, a2_json_int64 */
+
 /* One element of an append or complete batch, validated and normalized. */
 typedef struct A2EventInput
 {
@@ -49,14 +51,14 @@ extern Jsonb *a2_array_arg(FunctionCallInfo fcinfo, int argno, const char *name,
 extern void a2_invalid(const char *argname, const char *session_id,
 					   const char *fmt,...) pg_attribute_printf(3, 4) pg_attribute_noreturn();
 
-/* A JSON number that is an integer (2.0 counts) fitting int64. */
-extern bool a2_json_int64(const JsonbValue *v, int64 *result);
-
 /*
- * Field lookup in a JSON object: false when absent or JSON null (SPEC: a
- * null optional field means absent).
+ * Refuse (22023) any key of a JSON object not in `accepted`, a
+ * NULL-terminated list; the message names the key and `path` (the
+ * element), the hint lists the accepted keys.
  */
-extern bool a2_json_field(JsonbContainer *obj, const char *key, JsonbValue *out);
+extern void a2_json_check_keys(JsonbContainer *obj, const char *const *accepted,
+							   const char *argname, const char *session_id,
+							   const char *path);
 
 /* Element i of a JSON array, which must be an object (else 22023). */
 extern JsonbContainer *a2_json_object_elem(JsonbContainer *arr, int i,

@@ -13,6 +13,7 @@ SPEC.md allows for it:
     22004     NULL where a value is required
     22023     bad argument, malformed JSON shape, number or size
     Z2001/2/3 PARTIAL_DUPLICATE_BATCH, SUPERSEDED_ATTEMPT, NOT_FOUND
+    Z2004     NOT_DEAD_LETTERED (a2_redrive of an event that is not)
     XX001     only for calls that touch the session with a planted corrupt row
     cast      an argument expression itself fails to evaluate (e.g. jsonb
               rejects \\u0000, '2.5'::bigint), before a2 runs at all
@@ -51,6 +52,7 @@ INVAL = '22023'
 DUP = 'Z2001'
 SUPERSEDED = 'Z2002'
 NOT_FOUND = 'Z2003'
+NOT_DEAD = 'Z2004'
 CORRUPT = 'XX001'
 CAST = 'cast'
 
@@ -59,6 +61,7 @@ STATE_CODES = {
     'a2_append': {DUP, SUPERSEDED, NOT_FOUND},
     'a2_complete': {DUP, NOT_FOUND},
     'a2_fail': {NOT_FOUND},
+    'a2_redrive': {NOT_FOUND, NOT_DEAD},
 }
 
 # Sessions setup.sql fills; CORRUPT_SESSION holds a row with an invalid cause.
@@ -558,8 +561,8 @@ class Gen:
         }
         bs = self.pick([(70, ABSENT), (10, None), (20, lambda: self.rng.choice([1, 2, 3, 10]))])
         c['batchSize'] = Hole(path + '.batchSize', bs, self.json_int_bad(1, False))
-        if self.rng.random() < 0.05:
-            c['extra'] = 'ignored'
+        # SPEC 5: a key the contract does not define is refused
+        c['batch'] = Hole(path + '.batch', ABSENT, [bad(2, INVAL), bad(None, INVAL, w=0.5)])
         return c
 
     def event_elem(self, path, for_complete):
@@ -590,8 +593,8 @@ class Gen:
         settled = self.pick([(70, ABSENT), (10, True), (10, False), (10, None)])
         e['settled'] = Hole(path + '.settled', settled, [
             bad('true', INVAL), bad(1, INVAL), bad(0, INVAL), bad([], INVAL), bad({}, INVAL)])
-        if self.rng.random() < 0.05:
-            e['unknownKey'] = {'nested': True}
+        e['paylaod'] = Hole(path + '.paylaod', ABSENT, [
+            bad({'nested': True}, INVAL), bad(None, INVAL, w=0.5), bad('x', INVAL, w=0.5)])
         if self.rng.random() < 0.03:
             # duplicate keys: jsonb keeps the last one
             valid = Pairs([('type', 1), ('type', 'dup-ok')] + [(k, v) for k, v in e.items() if k != 'type'])
@@ -669,6 +672,7 @@ class Gen:
             elems.append(Hole(p, {
                 'index': Hole(p + '.index', self.int_forms(idx), self.json_int_bad(1, True)),
                 'attempt': self.json_int(p + '.attempt', 1, [1, 1, 2, 3]),
+                'holder': Hole(p + '.holder', ABSENT, [bad('w1', INVAL)]),
             }, [bad(1, INVAL), bad('x', INVAL), bad(None, INVAL), bad([1, 1], INVAL)]))
         valid = JsonArg(elems)
         if self.rng.random() < 0.01:
@@ -705,6 +709,20 @@ class Gen:
         return 'a2_fail', [self.session_arg(), self.index_sql(), self.attempt_sql(),
                            Hole('error', SqlArg(err), []), maxf], 5
 
+    def f_claim_next(self):
+        expires = self.expires_arg()
+        ttl = self.ttl_arg('ttl_ms')
+        maxs = Hole('max_sessions', SqlArg("'%d'::integer" % self.rng.choice([1, 1, 2, 3, 10, 10000])),
+                    self.sql_int_bad('integer', 1, True) + [
+                        bad(SqlArg("'10001'::integer"), INVAL), bad(SqlArg("'%d'::integer" % I32_MAX), INVAL)])
+        return 'a2_claim_next', [self.name_arg('holder', ['w1', 'w2', 'w3']), ttl, maxs, expires], 2
+
+    def f_redrive(self):
+        return 'a2_redrive', [self.session_arg(), self.index_sql()], 2
+
+    def f_redrive_session(self):
+        return 'a2_redrive', [self.session_arg()], 1
+
     def reducer_arg(self):
         return self.name_arg('reducer_name', ['r1', 'r1', 'r2'])
 
@@ -722,6 +740,7 @@ class Gen:
             for key in ('throughIndex', 'snapshotThroughIndex'):
                 v = self.pick([(50, ABSENT), (10, None), (40, lambda: self.int_forms(self.rng.choice([0, 1, 2, 3, 5, 8])))])
                 req[key] = Hole(p + '.' + key, v, self.json_int_bad(0, False))
+            req['through'] = Hole(p + '.through', ABSENT, [bad(1, INVAL), bad(None, INVAL, w=0.5)])
             elems.append(Hole(p, req, [bad('fz:s1', INVAL), bad(None, INVAL), bad([], INVAL), bad(1, INVAL)]))
         valid = JsonArg(elems)
         if self.rng.random() < 0.01:
@@ -752,6 +771,7 @@ class Gen:
                     bad(Sql("(SELECT jsonb_agg(g) FROM generate_series(1, %d) g)" % (LIST_LIMIT + 1),
                             '10001 pins'), INVAL, w=0.4),
                 ]),
+                'pins': Hole(p + '.pins', ABSENT, [bad([1], INVAL), bad(None, INVAL, w=0.5)]),
             }
             elems.append(Hole(p, snap, [bad(1, INVAL), bad(None, INVAL), bad([], INVAL), bad('s', INVAL)]))
         valid = JsonArg(elems)
@@ -808,8 +828,8 @@ class Gen:
 
     FUNCS = ['f_append', 'f_read', 'f_claim', 'f_renew', 'f_complete', 'f_fail',
              'f_read_state', 'f_read_states', 'f_put_snapshots', 'f_presence_set',
-             'f_presence_read']
-    WEIGHTS = [16, 8, 10, 8, 12, 10, 7, 7, 9, 9, 4]
+             'f_presence_read', 'f_claim_next', 'f_redrive', 'f_redrive_session']
+    WEIGHTS = [16, 8, 10, 8, 12, 10, 7, 7, 9, 9, 4, 6, 5, 2]
 
     # Parameter types, and whether each is required (SPEC 5, NULL).
     SIGNATURES = {
@@ -825,6 +845,9 @@ class Gen:
         'a2_presence_set': [('text', True), ('text', True), ('jsonb', True), ('timestamptz', True),
                             ('bigint', True), ('bigint', True)],
         'a2_presence_read': [('text', True)],
+        'a2_claim_next': [('text', True), ('bigint', True), ('integer', True), ('timestamptz', False)],
+        'a2_redrive': [('text', True), ('bigint', True)],
+        'a2_redrive_session': [('text', True)],
     }
 
     def null_cases(self):
@@ -861,8 +884,9 @@ class Gen:
 
         # SPEC: expires_at, when given, replaces now + ttl_ms; whether a
         # ttl_ms that would overflow is still refused then is not specified
-        if fn in ('a2_claim', 'a2_renew'):
-            ttl, exp = (args[2], args[3]) if fn == 'a2_claim' else (args[3], args[4])
+        if fn in ('a2_claim', 'a2_renew', 'a2_claim_next'):
+            ttl, exp = {'a2_claim': (2, 3), 'a2_renew': (3, 4), 'a2_claim_next': (1, 3)}[fn]
+            ttl, exp = args[ttl], args[exp]
             if resolve(exp).expr != 'NULL::timestamptz' and ttl.chosen in ttl.overflow:
                 ttl.bad[ttl.chosen] = (ttl.bad[ttl.chosen][0], frozenset({OK, INVAL}), 1)
 
@@ -895,6 +919,10 @@ class Gen:
         if all_may_pass:
             expect |= {OK} | STATE_CODES.get(fn, set())
         if any(CORRUPT_SESSION in e for e in exprs):
+            expect.add(CORRUPT)
+        # a2_claim_next serves any session, the corrupt one too once a lease
+        # an a2_claim took there (excluding the corrupt event) expires
+        if fn == 'a2_claim_next' and all_may_pass:
             expect.add(CORRUPT)
         # deep or huge values may exceed the server's stack or size limits
         # while being cast, before a2 runs

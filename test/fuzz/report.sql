@@ -15,9 +15,10 @@ SELECT fn,
 	   count(*) FILTER (WHERE outcome = 'Z2001') AS "Z2001",
 	   count(*) FILTER (WHERE outcome = 'Z2002') AS "Z2002",
 	   count(*) FILTER (WHERE outcome = 'Z2003') AS "Z2003",
+	   count(*) FILTER (WHERE outcome = 'Z2004') AS "Z2004",
 	   count(*) FILTER (WHERE outcome = 'XX001') AS "XX001",
 	   count(*) FILTER (WHERE outcome LIKE 'cast:%') AS "cast",
-	   count(*) FILTER (WHERE outcome NOT IN ('ok', '22004', '22023', 'Z2001', 'Z2002', 'Z2003', 'XX001')
+	   count(*) FILTER (WHERE outcome NOT IN ('ok', '22004', '22023', 'Z2001', 'Z2002', 'Z2003', 'Z2004', 'XX001')
 						  AND outcome NOT LIKE 'cast:%') AS other,
 	   count(*) FILTER (WHERE NOT passed) AS failed
   FROM a2_fuzz.results

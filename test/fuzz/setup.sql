@@ -243,6 +243,39 @@ BEGIN
 			RETURN 'fail shape';
 		END IF;
 		RETURN NULL;
+	WHEN 'a2_claim_next' THEN
+		IF a2_fuzz.keys(j) IS DISTINCT FROM 'claims,retryAt' OR jsonb_typeof(j->'claims') <> 'array'
+		   OR (j->'retryAt' <> 'null' AND NOT a2_fuzz.is_iso(j->'retryAt')) THEN
+			RETURN 'claim_next shape';
+		END IF;
+		EXECUTE 'SELECT (' || args[3] || ')::integer' INTO n;
+		IF jsonb_array_length(j->'claims') > coalesce(n, 1) THEN
+			RETURN 'more sessions than max_sessions';
+		END IF;
+		IF EXISTS (SELECT 1 FROM jsonb_array_elements(j->'claims') c
+					WHERE a2_fuzz.keys(c) IS DISTINCT FROM 'events,sessionId'
+					   OR jsonb_array_length(c->'events') = 0
+					   OR EXISTS (SELECT 1 FROM jsonb_array_elements(c->'events') e
+								   WHERE e->>'sessionId' IS DISTINCT FROM c->>'sessionId'))
+		   OR (SELECT count(DISTINCT c->>'sessionId') FROM jsonb_array_elements(j->'claims') c)
+			  <> jsonb_array_length(j->'claims') THEN
+			RETURN 'claim_next claims shape';
+		END IF;
+		SELECT min(a2_fuzz.stored_list_problem(c->'events')) INTO p FROM jsonb_array_elements(j->'claims') c;
+		RETURN p;
+	WHEN 'a2_redrive' THEN
+		IF array_length(args, 1) = 1 THEN
+			IF a2_fuzz.keys(j) IS DISTINCT FROM 'events' THEN
+				RETURN 'redrive session shape';
+			END IF;
+			RETURN a2_fuzz.stored_list_problem(j->'events');
+		END IF;
+		IF a2_fuzz.keys(j) IS DISTINCT FROM 'event,outcome'
+		   OR NOT (j->>'outcome') IN ('redriven', 'already_redriven')
+		   OR j->'event'->'failedAt' <> 'null' THEN
+			RETURN 'redrive shape';
+		END IF;
+		RETURN a2_fuzz.stored_list_problem(jsonb_build_array(j->'event'));
 	WHEN 'a2_read_state' THEN
 		RETURN a2_fuzz.state_problem(j);
 	WHEN 'a2_read_states' THEN
@@ -339,6 +372,12 @@ BEGIN
 					EXECUTE 'SELECT (' || c.args[1] || ')::text' INTO sess;
 					SELECT max((e->>'index')::bigint) INTO nidx FROM jsonb_array_elements(res::jsonb->'events') AS e;
 				END IF;
+				-- a redrive that put events back wakes listeners with the
+				-- session's greatest index
+				IF problem IS NULL AND c.fn = 'a2_redrive' AND w1 > w0 THEN
+					EXECUTE 'SELECT (' || c.args[1] || ')::text' INTO sess;
+					SELECT max(e.idx) INTO nidx FROM a2_events e WHERE e.session_id = sess;
+				END IF;
 			ELSIF outcome IN ('22004', '22023') AND w1 <> w0 THEN
 				-- SPEC 5: bad input is rejected before anything is written
 				-- (other errors may come after writes the rollback undoes)
@@ -414,5 +453,9 @@ BEGIN
 	-- fz:corrupt: an event whose stored cause violates the contract
 	r := a2_append('fz:corrupt', '[{"id":"fz:seed:c1","type":"a"},{"id":"fz:seed:c2","type":"b"}]');
 	UPDATE a2_events SET cause = '{"index":0,"attempt":"one"}' WHERE session_id = 'fz:corrupt' AND idx = 2;
+	-- created in 2100, so a2_claim_next (which offers work from its
+	-- createdAt on) does not hand the corrupt row to every call; a2_claim
+	-- on fz:corrupt still reaches it
+	UPDATE a2_events SET created_at = 4102444800000 WHERE session_id = 'fz:corrupt';
 END $$;
 RESET a2.now;

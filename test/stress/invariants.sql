@@ -10,7 +10,7 @@
  *	  driver's tables (test/stress/setup.sql) are present, and fails (psql
  *	  exits 3) when any invariant is violated.
  *
- *	  Optional psql variable: max_failures (default 3), the max_failures
+ *	  Optional psql variable: max_failures (default 2), the max_failures
  *	  every a2_fail call of the workload used.
  *
  *	  With the driver's tables, it also holds the store to what the clients
@@ -23,10 +23,11 @@
 \pset footer off
 \if :{?max_failures}
 \else
-\set max_failures 3
+\set max_failures 2
 \endif
 
 SELECT to_regclass('stress_seen') IS NOT NULL AS have_stress,
+	   to_regclass('stress_retire_seen') IS NOT NULL AS have_retire,
 	   to_regclass('crash_client_log') IS NOT NULL AS have_crash_log
 \gset
 
@@ -58,10 +59,20 @@ END $$;
 
 -- Events ------------------------------------------------------------------
 
-SELECT pg_temp.check_invariant('indexes are exactly 1..max per session',
-$q$ SELECT format('session %s: %s events, indexes %s..%s', session_id, count(*), min(idx), max(idx))
-	  FROM a2_events GROUP BY session_id
-	HAVING min(idx) <> 1 OR max(idx) <> count(*) $q$);
+-- A dropped session (a2_drop_session) starts again after its high-water
+-- mark in a2_retired_sessions; one never dropped starts at 1.
+SELECT pg_temp.check_invariant('indexes are exactly mark+1..max per session (mark 0 if never dropped)',
+$q$ SELECT format('session %s: %s events, indexes %s..%s, mark %s', e.session_id, count(*),
+				  min(e.idx), max(e.idx), COALESCE(min(r.last_index), 0))
+	  FROM a2_events e LEFT JOIN a2_retired_sessions r ON r.session_id = e.session_id
+	 GROUP BY e.session_id
+	HAVING min(e.idx) <> COALESCE(min(r.last_index), 0) + 1
+		OR max(e.idx) - min(e.idx) + 1 <> count(*) $q$);
+
+SELECT pg_temp.check_invariant('no index at or below a dropped session''s high-water mark is reused',
+$q$ SELECT format('%s/%s stored, mark %s', e.session_id, e.idx, r.last_index)
+	  FROM a2_events e JOIN a2_retired_sessions r ON r.session_id = e.session_id
+	 WHERE e.idx <= r.last_index $q$);
 
 SELECT pg_temp.check_invariant('event ids are unique',
 $q$ SELECT format('id %s stored %s times', event_id, count(*))
@@ -105,6 +116,8 @@ $q$ SELECT format('%s/%s processed_at %s, failed_at %s, holder %s, expires %s', 
 			AND (claim_holder IS NOT NULL OR claim_expires_at IS NOT NULL))
 		OR (claim_holder IS NULL) <> (claim_expires_at IS NULL) $q$);
 
+-- A redrive (a2_redrive) resets failure_count to 0 and keeps the last
+-- failure's fields, so only "failures imply a last failure" holds.
 SELECT pg_temp.check_invariant('attempt and failure bookkeeping agree',
 $q$ SELECT format('%s/%s attempts %s, failures %s, last failed attempt %s, first/last claimed %s/%s, failed_at %s',
 				  session_id, idx, attempt_count, failure_count, last_failed_attempt,
@@ -114,8 +127,8 @@ $q$ SELECT format('%s/%s attempts %s, failures %s, last failed attempt %s, first
 		OR last_failed_attempt > attempt_count
 		OR (attempt_count = 0) <> (first_claimed_at IS NULL)
 		OR (attempt_count = 0) <> (last_claimed_at IS NULL)
-		OR (failure_count = 0) <> (last_failed_attempt IS NULL)
-		OR (failure_count = 0) <> (last_failed_at IS NULL) $q$);
+		OR (failure_count > 0 AND last_failed_attempt IS NULL)
+		OR (last_failed_attempt IS NULL) <> (last_failed_at IS NULL) $q$);
 
 SELECT pg_temp.check_invariant(format('dead-lettered exactly at max_failures (%s)', :'max_failures'),
 format($q$ SELECT format('%%s/%%s failure_count %%s, failed_at %%s', session_id, idx,
@@ -251,7 +264,10 @@ $q$ SELECT format('%s/%s attempt_count %s, attempts claimed: %s', e.session_id, 
 	SELECT format('%s/%s attempt %s claimed, event missing', t.session_id, t.idx, t.attempt)
 	  FROM stress_attempts t
 	 WHERE NOT EXISTS (SELECT 1 FROM a2_events e
-						WHERE e.session_id = t.session_id AND e.idx = t.idx) $q$);
+						WHERE e.session_id = t.session_id AND e.idx = t.idx)
+	   -- a dropped session's events are gone: up to its mark
+	   AND t.idx > COALESCE((SELECT r.last_index FROM a2_retired_sessions r
+							  WHERE r.session_id = t.session_id), 0) $q$);
 
 SELECT pg_temp.check_invariant('completions and dead-letterings a client saw are stored',
 $q$ SELECT format('%s/%s attempt %s %s; stored: processed by %s, failed_at %s, last failed attempt %s, attempts %s',
@@ -264,6 +280,35 @@ $q$ SELECT format('%s/%s attempt %s %s; stored: processed by %s, failed_at %s, l
 		   ELSE e.failed_at IS NULL OR e.last_failed_attempt IS DISTINCT FROM f.attempt
 				OR e.attempt_count IS DISTINCT FROM f.attempt
 		   END $q$);
+
+-- A redrive a client saw commit put the event back at that attempt count:
+-- it is not dead-lettered there any more (it may have died again later).
+SELECT pg_temp.check_invariant('redriven events are not dead-lettered at the redriven attempt',
+$q$ SELECT format('%s/%s redriven at attempt %s; stored: attempts %s, failed_at %s, last failed attempt %s',
+				  r.session_id, r.idx, r.attempt, e.attempt_count, e.failed_at, e.last_failed_attempt)
+	  FROM stress_redrives r
+	  LEFT JOIN a2_events e ON e.session_id = r.session_id AND e.idx = r.idx
+	 WHERE e.idx IS NULL
+		OR e.attempt_count < r.attempt
+		OR (e.failed_at IS NOT NULL AND e.last_failed_attempt <= r.attempt) $q$);
+
+\if :have_retire
+SELECT pg_temp.check_invariant('retire: every event a client saw appended is stored where it saw it, or was dropped',
+$q$ SELECT format('%s seen at %s/%s, stored %s, mark %s', s.event_id, s.session_id, s.idx,
+				  COALESCE(e.session_id || '/' || e.idx, 'nowhere'), r.last_index)
+	  FROM stress_retire_seen s
+	  LEFT JOIN a2_events e ON e.event_id = s.event_id
+	  LEFT JOIN a2_retired_sessions r ON r.session_id = s.session_id
+	 WHERE CASE WHEN e.event_id IS NULL THEN s.idx > COALESCE(r.last_index, 0)
+				ELSE e.session_id <> s.session_id OR e.idx <> s.idx END $q$);
+
+SELECT pg_temp.check_invariant('retire: a high-water mark never moves back',
+$q$ SELECT format('drop %s of %s reported mark %s, stored mark %s', d.seq, d.session_id,
+				  d.last_index, r.last_index)
+	  FROM stress_drops d
+	  LEFT JOIN a2_retired_sessions r ON r.session_id = d.session_id
+	 WHERE d.last_index IS NOT NULL AND (r.last_index IS NULL OR r.last_index < d.last_index) $q$);
+\endif
 \endif
 
 \if :have_crash_log

@@ -65,6 +65,15 @@ CREATE TABLE stress_finished (
 	PRIMARY KEY (session_id, idx, attempt)
 );
 
+-- Redrives a client saw commit, with the attempt count at the redrive:
+-- the redriven attempt (and every earlier one) is never current again.
+CREATE TABLE stress_redrives (
+	session_id	text	NOT NULL,
+	idx			bigint	NOT NULL,
+	attempt		integer NOT NULL,
+	client		integer NOT NULL
+);
+
 -- A client's memory of the attempts it holds (or held): the worker acts on
 -- them in later transactions, so leases expire and others re-claim between
 -- the claim and the completion.  done: completed, kept for an idempotent
@@ -251,6 +260,111 @@ BEGIN
 	END IF;
 END $$;
 
+-- Claim the eligible work of up to three sessions, whichever they are, and
+-- remember the attempts.  Every claimed event must be this holder's, at a
+-- fresh attempt (stress_attempts' key), and no session may appear twice.
+CREATE FUNCTION stress_claim_next(c integer) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	holder text := 'c' || c;
+	ttl bigint := (ARRAY[1, 3, 10, 30, 100, 1000, 5000, 5000])[1 + floor(random() * 8)];
+	maxs integer := 1 + floor(random() * 3)::integer;
+	res jsonb;
+	cl jsonb;
+	ev jsonb;
+	sess text;
+	prev bigint;
+	n integer := 0;
+BEGIN
+	IF random() < 0.15 THEN
+		PERFORM set_config('a2.now',
+			(clock_timestamp() + random() * interval '50 ms')::text, true);
+	END IF;
+	res := a2_claim_next(holder, ttl, maxs);
+	IF jsonb_array_length(res->'claims') > maxs
+	   OR (SELECT count(DISTINCT x->>'sessionId') FROM jsonb_array_elements(res->'claims') x)
+		  <> jsonb_array_length(res->'claims')
+	   OR (res->'retryAt' <> 'null' AND (res->>'retryAt')::timestamptz IS NULL) THEN
+		PERFORM stress_fail(format('claim_next(%s) returned %s', maxs, res));
+	END IF;
+	FOR cl IN SELECT * FROM jsonb_array_elements(res->'claims') LOOP
+		sess := cl->>'sessionId';
+		prev := 0;
+		IF jsonb_array_length(cl->'events') = 0 THEN
+			PERFORM stress_fail(format('claim_next: session %s with no events', sess));
+		END IF;
+		FOR ev IN SELECT * FROM jsonb_array_elements(cl->'events') LOOP
+			IF ev->>'claimHolder' IS DISTINCT FROM holder
+			   OR ev->>'sessionId' IS DISTINCT FROM sess
+			   OR ev->'processedAt' <> 'null' OR ev->'failedAt' <> 'null'
+			   OR (ev->>'attemptCount')::integer < 1
+			   OR (ev->>'index')::bigint <= prev
+			THEN
+				PERFORM stress_fail(format('claim_next: bad claimed event %s', ev));
+			END IF;
+			prev := (ev->>'index')::bigint;
+			INSERT INTO stress_attempts (session_id, idx, attempt, client)
+			VALUES (sess, prev, (ev->>'attemptCount')::integer, c);
+			INSERT INTO stress_claims (client, session_id, idx, attempt)
+			VALUES (c, sess, prev, (ev->>'attemptCount')::integer);
+		END LOOP;
+		n := n + 1;
+	END LOOP;
+	PERFORM stress_count(c, 'claim_next', CASE WHEN n = 0 THEN 'none' ELSE n || ' sessions' END);
+END $$;
+
+-- Redrive one dead letter of a session (or all of them).  A redrive that
+-- lost a race (the event was redriven, re-claimed and finished or failed
+-- again meanwhile) is refused with Z2004, the one error allowed here.
+CREATE FUNCTION stress_redrive(c integer, s integer) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	sess text := stress_session(s);
+	dead bigint;
+	res jsonb;
+	evs jsonb;
+	ev jsonb;
+BEGIN
+	SELECT e.idx INTO dead FROM a2_events e
+	 WHERE e.session_id = sess AND e.failed_at IS NOT NULL AND e.processed_at IS NULL
+	 ORDER BY random() LIMIT 1;
+	IF random() < 0.3 THEN
+		evs := a2_redrive(sess)->'events';
+		PERFORM stress_count(c, 'redrive_session', jsonb_array_length(evs) || ' events');
+	ELSIF dead IS NULL THEN
+		PERFORM stress_count(c, 'redrive', 'nothing dead');
+		RETURN;
+	ELSE
+		BEGIN
+			res := a2_redrive(sess, dead);
+		EXCEPTION WHEN SQLSTATE 'Z2004' THEN
+			PERFORM stress_count(c, 'redrive', 'Z2004');
+			RETURN;
+		END;
+		IF res->>'outcome' NOT IN ('redriven', 'already_redriven') THEN
+			PERFORM stress_fail(format('redrive returned %s', res));
+		END IF;
+		PERFORM stress_count(c, 'redrive', res->>'outcome');
+		IF res->>'outcome' = 'already_redriven' THEN
+			RETURN;
+		END IF;
+		evs := jsonb_build_array(res->'event');
+	END IF;
+	FOR ev IN SELECT * FROM jsonb_array_elements(evs) LOOP
+		IF ev->'failedAt' <> 'null' OR (ev->>'failureCount')::integer <> 0
+		   OR ev->'processedAt' <> 'null' OR ev->'claimHolder' <> 'null'
+		   OR ev->>'sessionId' IS DISTINCT FROM sess THEN
+			PERFORM stress_fail(format('redrive returned the event %s', ev));
+		END IF;
+		-- no longer dead-lettered: the client's record of the death goes
+		DELETE FROM stress_finished f
+		 WHERE f.session_id = sess AND f.idx = (ev->>'index')::bigint
+		   AND f.outcome = 'dead_lettered';
+		INSERT INTO stress_redrives (session_id, idx, attempt, client)
+		VALUES (sess, (ev->>'index')::bigint, (ev->>'attemptCount')::integer, c);
+	END LOOP;
+END $$;
+
 -- The attempt count of an event, read after an a2 call that locked its row
 -- in this transaction (so nobody can have changed it since).
 CREATE FUNCTION stress_attempt_count(sess text, i bigint) RETURNS integer
@@ -328,7 +442,7 @@ BEGIN
 		END IF;
 
 	ELSIF r < 0.55 THEN
-		res := a2_fail(cl.session_id, cl.idx, cl.attempt, 'stress failure', 3);
+		res := a2_fail(cl.session_id, cl.idx, cl.attempt, 'stress failure', 2);
 		CASE res->>'outcome'
 		WHEN 'failed', 'dead_lettered' THEN
 			IF res->>'outcome' = 'dead_lettered' THEN
@@ -633,4 +747,106 @@ BEGIN
 								   sess, through, res));
 	END IF;
 	PERFORM stress_count(c, 'read', 'ok');
+END $$;
+
+-- Retiring sessions (issue 10) ---------------------------------------------
+--
+-- A small pool of sessions of their own ('stress-retire-0..2'), appended
+-- to, claimed, completed and dropped (a2_drop_session with and without
+-- force, a2_drop_finished_sessions) by every client at once.  Their store
+-- clock runs 30 years behind the wall clock (a2.now, transaction-local),
+-- so the batch drop's idle cutoff selects only them, never the main
+-- sessions, while its walk still visits every session.
+
+-- Every event a client saw appended to a retire session.  UNIQUE (session,
+-- idx): an index handed out twice, across drops, fails the run at once.
+CREATE TABLE stress_retire_seen (
+	event_id	text	PRIMARY KEY,
+	session_id	text	NOT NULL,
+	idx			bigint	NOT NULL,
+	client		integer NOT NULL,
+	UNIQUE (session_id, idx)
+);
+
+-- Every drop a client saw commit, with the mark it reported.
+CREATE TABLE stress_drops (
+	seq			bigserial PRIMARY KEY,
+	client		integer NOT NULL,
+	session_id	text	NOT NULL,
+	last_index	bigint,
+	forced		boolean NOT NULL
+);
+
+CREATE SEQUENCE stress_retire_ids;
+
+CREATE FUNCTION stress_retire(c integer, s integer) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	sess text := 'stress-retire-' || (s % 3);
+	r double precision := random();
+	res jsonb;
+	ev jsonb;
+	mark bigint;
+	n bigint;
+BEGIN
+	PERFORM set_config('a2.now', (clock_timestamp() - interval '30 years')::text, true);
+	IF r < 0.35 THEN
+		res := a2_append(sess, jsonb_build_array(
+			jsonb_build_object('id', 'sr-' || nextval('stress_retire_ids'), 'type', 'r',
+							   'settled', random() < 0.3),
+			jsonb_build_object('id', 'sr-' || nextval('stress_retire_ids'), 'type', 'r',
+							   'settled', true)));
+		-- under the session lock this append holds, no drop can commit
+		-- in between: the mark read now is the one the append saw
+		mark := COALESCE(a2_retired_last_index(sess), 0);
+		FOR ev IN SELECT e FROM jsonb_array_elements(res->'events') e LOOP
+			IF (ev->>'index')::bigint <= mark THEN
+				PERFORM stress_fail(format('%s: append got index %s, at or below the mark %s',
+										   sess, ev->>'index', mark));
+			END IF;
+			INSERT INTO stress_retire_seen VALUES (ev->>'id', sess, (ev->>'index')::bigint, c);
+		END LOOP;
+		PERFORM stress_count(c, 'retire_append', 'ok');
+	ELSIF r < 0.50 THEN
+		-- short leases, left to expire or be completed by the next branch
+		res := a2_claim(sess, 'retire-' || c, 200);
+		-- recorded like the main claims: none twice, even across drops
+		INSERT INTO stress_attempts (session_id, idx, attempt, client)
+		SELECT sess, (e->>'index')::bigint, (e->>'attemptCount')::int, c
+		  FROM jsonb_array_elements(res->'events') e;
+		PERFORM stress_count(c, 'retire_claim', res->>'outcome');
+	ELSIF r < 0.70 THEN
+		-- complete some leased event; a drop may remove it after the read
+		SELECT e INTO ev FROM jsonb_array_elements(a2_read(sess)) e
+		 WHERE e->>'processedAt' IS NULL AND e->>'failedAt' IS NULL
+		   AND (e->>'attemptCount')::int > 0
+		 ORDER BY random() LIMIT 1;
+		IF ev IS NULL THEN
+			PERFORM stress_count(c, 'retire_complete', 'nothing');
+			RETURN;
+		END IF;
+		BEGIN
+			res := a2_complete(sess, (ev->>'index')::bigint, (ev->>'attemptCount')::int);
+			PERFORM stress_count(c, 'retire_complete', res->>'outcome');
+		EXCEPTION WHEN SQLSTATE 'Z2003' THEN
+			PERFORM stress_count(c, 'retire_complete', 'Z2003');
+		END;
+	ELSIF r < 0.85 THEN
+		BEGIN
+			res := a2_drop_session(sess);
+			INSERT INTO stress_drops (client, session_id, last_index, forced)
+			VALUES (c, sess, (res->>'lastIndex')::bigint, false);
+			PERFORM stress_count(c, 'retire_drop', 'dropped');
+		EXCEPTION WHEN SQLSTATE 'Z2010' THEN
+			PERFORM stress_count(c, 'retire_drop', 'Z2010');
+		END;
+	ELSIF r < 0.95 THEN
+		n := a2_drop_finished_sessions(0, 2);
+		PERFORM stress_count(c, 'retire_drop_finished', n::text);
+	ELSE
+		res := a2_drop_session(sess, true);
+		INSERT INTO stress_drops (client, session_id, last_index, forced)
+		VALUES (c, sess, (res->>'lastIndex')::bigint, true);
+		PERFORM stress_count(c, 'retire_drop', 'forced');
+	END IF;
 END $$;

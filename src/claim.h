@@ -1,0 +1,38 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim.h
+ *	  The claim rule of a2_claim, shared with a2_claim_next.
+ *
+ *	  Lock order: claims take row locks only (the eligible rows of one
+ *	  session, in index order), never the session lock.
+ *
+ * IDENTIFICATION
+ *	  src/claim.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef A2_CLAIM_H
+#define A2_CLAIM_H
+
+#include "postgres.h"
+
+typedef struct A2ClaimArgs
+{
+	char	   *session_id;
+	char	   *holder;
+	int64		now_ms;
+	int64		expires_ms;
+	Datum		exclude;		/* bigint[] of excluded indexes */
+} A2ClaimArgs;
+
+/*
+ * Claim every eligible event of args->session_id (SPEC section 4, claim):
+ * unprocessed, not dead-lettered, lane-ready, lease absent or expired at
+ * now_ms, not excluded.  With skip_locked, rows another transaction has
+ * locked are passed over instead of waited for.  Runs inside SPI; leaves
+ * the claimed rows (A2_EVENT_COLUMNS, by index) in SPI_tuptable and
+ * returns their number.
+ */
+extern uint64 a2_claim_session(const A2ClaimArgs *args, bool skip_locked);
+
+#endif							/* A2_CLAIM_H */

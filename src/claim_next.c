@@ -1,0 +1,205 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim_next.c
+ *	  a2_claim_next(holder, ttl_ms, max_sessions, expires_at): claim the
+ *	  work of up to max_sessions sessions that have eligible work now,
+ *	  without knowing which sessions those are.
+ *
+ *	  Order (fairness): oldest "available since" first.  An eligible
+ *	  event is available since its lease expired, or since it was created
+ *	  when it carries no lease: coalesce(claim_expires_at, created_at).  The
+ *	  partial index a2_events_available holds exactly the rows that can
+ *	  become eligible (lane-ready, unprocessed, not dead-lettered) keyed by
+ *	  that time and the session id, so the walk below reads them oldest
+ *	  first and stops at now: a session is served once every session whose
+ *	  work became available before its own has been served, whatever
+ *	  arrives later.
+ *
+ *	  Cost and locking: row locks only, as a2_claim.  Each step of the walk
+ *	  is one index probe that locks the first available entry after the
+ *	  previous one with FOR UPDATE SKIP LOCKED -- pgmq's read, so rows other
+ *	  transactions hold (they are claiming, completing or failing them) are
+ *	  passed over inside the index scan, never waited for -- and then
+ *	  claims that entry's session by key through a2_claim_session(),
+ *	  a2_claim's own statement, under SKIP LOCKED too.  The locked entry is
+ *	  eligible (the lock re-checked it), so every step claims one session:
+ *	  the work is a few index probes per session returned, whatever the
+ *	  number of sessions with work, and finished events are not in the
+ *	  index at all.  Concurrent callers get disjoint work and never block
+ *	  one another; a session whose eligible rows another transaction holds
+ *	  is skipped.  Each statement takes a fresh snapshot, so the events this
+ *	  call has just claimed (now leased, available later) are not met again.
+ *
+ *	  retryAt: the first available-since time after now, an index probe on
+ *	  the same index taken after the claims: the earliest live lease expiry
+ *	  among lane-ready unfinished events (the leases this call just took
+ *	  included).  Null when nothing is leased.  (An unleased event whose
+ *	  createdAt lies after now -- a clock that stepped back, or a2.now set
+ *	  into the past -- is offered from its createdAt on, and that time is
+ *	  then the retryAt; a2_claim would take it at once.)
+ *
+ * IDENTIFICATION
+ *	  src/claim_next.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "a2.h"
+#include "claim.h"
+#include "clock.h"
+#include "json_out.h"
+#include "spi_plans.h"
+#include "validate.h"
+
+PG_FUNCTION_INFO_V1(a2_claim_next);
+
+/* The predicate and key of a2_events_available (sql/a2--0.1.0--0.2.0.sql) */
+#define AVAILABLE_PRED \
+	"e.lane_ready AND e.processed_at IS NULL AND e.failed_at IS NULL"
+#define AVAILABLE_KEY "COALESCE(e.claim_expires_at, e.created_at)"
+
+/*
+ * The first entry available at $1 after ($2, $3) in (time, session) order
+ * that no other transaction holds, locked.  The LIMIT is a constant so
+ * that the generic plan is an ordered index scan.
+ */
+static A2Statement next_candidate = {
+	.sql = "SELECT e.session_id, " AVAILABLE_KEY
+	"  FROM @extschema@.a2_events e"
+	" WHERE " AVAILABLE_PRED
+	"   AND " AVAILABLE_KEY " <= $1"
+	"   AND (" AVAILABLE_KEY ", e.session_id) > ($2, $3)"
+	" ORDER BY " AVAILABLE_KEY ", e.session_id"
+	" LIMIT 1 FOR UPDATE SKIP LOCKED",
+	.nargs = 3, .argtypes = {INT8OID, INT8OID, TEXTOID}
+};
+
+/*
+ * The next moment after $1 at which work becomes available: the first
+ * entry past now.  No other condition, so that only a2_events_available
+ * can answer it (a filter on claim_expires_at would let the planner scan
+ * every live lease through a2_events_claim_expiry and sort them).
+ */
+static A2Statement next_available = {
+	.sql = "SELECT " AVAILABLE_KEY " FROM @extschema@.a2_events e"
+	" WHERE " AVAILABLE_PRED
+	"   AND " AVAILABLE_KEY " > $1"
+	" ORDER BY " AVAILABLE_KEY
+	" LIMIT 1",
+	.nargs = 1, .argtypes = {INT8OID}
+};
+
+typedef struct NextArgs
+{
+	char	   *holder;
+	int64		now_ms;
+	int64		expires_ms;
+	int			max_sessions;
+} NextArgs;
+
+/*
+ * Lock the next candidate after (*after_at, *after_session) and move the
+ * position to it.  False when nothing more is available now.
+ */
+static bool
+next_session(int64 now_ms, int64 *after_at, char **after_session)
+{
+	Datum		values[3];
+
+	values[0] = Int64GetDatum(now_ms);
+	values[1] = Int64GetDatum(*after_at);
+	values[2] = CStringGetTextDatum(*after_session);
+	if (a2_exec(&next_candidate, values, NULL, false, SPI_OK_SELECT) == 0)
+		return false;
+	*after_session = a2_col_text(0, 1);
+	*after_at = a2_col_int64(0, 2);
+	return true;
+}
+
+/* Claim one session; push {sessionId, events} and return true if it gave work. */
+static bool
+claim_candidate(A2ClaimArgs *claim, A2Json *js)
+{
+	uint64		n = a2_claim_session(claim, true);
+
+	if (n == 0)
+		return false;			/* cannot happen: we hold an eligible row */
+	a2j_begin_object(js, NULL);
+	a2j_string(js, "sessionId", claim->session_id);
+	a2j_begin_array(js, "events");
+	for (uint64 r = 0; r < n; r++)
+		a2j_event_row(js, NULL, SPI_tuptable->vals[r], SPI_tuptable->tupdesc, true);
+	a2j_end_array(js);
+	a2j_end_object(js);
+	return true;
+}
+
+static Jsonb *
+claim_next(NextArgs *args)
+{
+	MemoryContext caller = a2_spi_begin();
+	A2Json		js = NULL;
+	A2ClaimArgs claim;
+	int			claimed = 0;
+	int64		after_at = PG_INT64_MIN;
+	char	   *after_session = "";
+	Datum		value;
+	bool		isnull;
+	Jsonb	   *result;
+
+	claim.holder = args->holder;
+	claim.now_ms = args->now_ms;
+	claim.expires_ms = args->expires_ms;
+	claim.exclude = a2_int8_array(NULL, NULL, 0);
+
+	a2j_begin_object(&js, NULL);
+	a2j_begin_array(&js, "claims");
+	while (claimed < args->max_sessions &&
+		   next_session(args->now_ms, &after_at, &after_session))
+	{
+		claim.session_id = after_session;
+		if (claim_candidate(&claim, &js))
+			claimed++;
+	}
+	a2j_end_array(&js);
+
+	value = Int64GetDatum(args->now_ms);
+	if (a2_exec(&next_available, &value, NULL, false, SPI_OK_SELECT) > 0 &&
+		(value = a2_col(0, 1, &isnull), !isnull))
+		a2j_iso(&js, "retryAt", DatumGetInt64(value));
+	else
+		a2j_null(&js, "retryAt");
+
+	result = a2j_finish(a2j_end_object(&js), caller);
+	a2_spi_end();
+	return result;
+}
+
+Datum
+a2_claim_next(PG_FUNCTION_ARGS)
+{
+	NextArgs	args;
+	int64		ttl_ms;
+
+	args.holder = a2_name_arg(fcinfo, 0, "holder");
+	ttl_ms = a2_int8_arg(fcinfo, 1, "ttl_ms", 0);
+	args.max_sessions = (int) a2_int4_arg(fcinfo, 2, "max_sessions", 1);
+	if (args.max_sessions > A2_MAX_LIST_ITEMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"max_sessions\" must be at most %d, not %d",
+						A2_MAX_LIST_ITEMS, args.max_sessions)));
+	args.now_ms = a2_clock_now_ms();
+	if (PG_ARGISNULL(3))
+		args.expires_ms = a2_add_ttl(args.now_ms, ttl_ms);
+	else
+		args.expires_ms = a2_timestamptz_to_ms(PG_GETARG_TIMESTAMPTZ(3), "expires_at");
+	PG_RETURN_JSONB_P(claim_next(&args));
+}

@@ -1,0 +1,246 @@
+/*-------------------------------------------------------------------------
+ *
+ * inspect.c
+ *	  a2_list_sessions(prefix, cursor, max_sessions) and
+ *	  a2_list_snapshots(session_id, include_history).
+ *
+ *	  A page of sessions costs in proportion to the page: the distinct
+ *	  session ids are walked on the primary key with one index descent per
+ *	  session (a "loose index scan" written as a recursive CTE), and only
+ *	  the page's sessions are aggregated.  When session_id sorts bytewise
+ *	  (the C, POSIX or C.UTF-8 collation) the ids that start with the prefix
+ *	  are one contiguous key range, so the walk starts at the prefix and
+ *	  stops after it.  Under a linguistic collation they need not be
+ *	  contiguous ("a-b" < "ab" < "a-c" in en_US), so the walk visits every
+ *	  session id after the cursor until the page is full: still one probe
+ *	  per session, never one row per event.
+ *
+ *	  The cursor is the last session id of the page (opaque to callers).
+ *	  No locks are taken.
+ *
+ * IDENTIFICATION
+ *	  src/inspect.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+#include "a2.h"
+#include "inspect.h"
+#include "json_out.h"
+#include "spi_plans.h"
+#include "validate.h"
+
+PG_FUNCTION_INFO_V1(a2_list_sessions);
+PG_FUNCTION_INFO_V1(a2_list_snapshots);
+
+#define DEFAULT_PAGE	100
+
+/*
+ * Whether a2_events.session_id compares bytewise, so that every id with a
+ * given prefix lies in one key range that starts at the prefix.
+ */
+static A2Statement bytewise_ids = {
+	.sql = "SELECT COALESCE(c.collprovider, d.datlocprovider) OPERATOR(pg_catalog.=) 'c'"
+	"   AND COALESCE(c.collcollate, d.datcollate)"
+	"       OPERATOR(pg_catalog.=) ANY ('{C,POSIX,C.UTF-8,C.utf8}'::pg_catalog.text[])"
+	"  FROM pg_catalog.pg_attribute a"
+	"  JOIN pg_catalog.pg_database d"
+	"    ON d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()"
+	"  LEFT JOIN pg_catalog.pg_collation c"
+	"    ON c.oid OPERATOR(pg_catalog.=) a.attcollation"
+	"   AND a.attcollation OPERATOR(pg_catalog.<>) 100"
+	" WHERE a.attrelid OPERATOR(pg_catalog.=) $1"
+	"   AND a.attname OPERATOR(pg_catalog.=) 'session_id'",
+	.nargs = 1, .argtypes = {OIDOID}
+};
+
+/*
+ * $1 start key, $2 prefix, $3 rows wanted, $4 bytewise.  `first_op` is >=
+ * for a first page (start = prefix, or '' which sorts first everywhere)
+ * and > after a cursor.
+ */
+#define LIST_SESSIONS_SQL(first_op) \
+	"WITH RECURSIVE walk(sid) AS (" \
+	"  SELECT (SELECT e.session_id FROM @extschema@.a2_events e" \
+	"           WHERE e.session_id " first_op " $1 ORDER BY e.session_id LIMIT 1)" \
+	"  UNION ALL" \
+	"  SELECT (SELECT e.session_id FROM @extschema@.a2_events e" \
+	"           WHERE e.session_id > w.sid ORDER BY e.session_id LIMIT 1)" \
+	"    FROM walk w" \
+	"   WHERE w.sid IS NOT NULL" \
+	"     AND NOT ($4 AND w.sid > $2 AND NOT pg_catalog.starts_with(w.sid, $2))" \
+	"), page AS (" \
+	"  SELECT w.sid FROM walk w" \
+	"   WHERE w.sid IS NOT NULL AND pg_catalog.starts_with(w.sid, $2)" \
+	"   LIMIT $3" \
+	")" \
+	" SELECT p.sid, a.event_count, a.pending_count, a.failed_count," \
+	"        a.attempt_count, a.failure_count, a.first_event_at, a.updated_at" \
+	"   FROM page p CROSS JOIN LATERAL (" \
+	"     SELECT pg_catalog.count(*) AS event_count," \
+	"            pg_catalog.count(*) FILTER (WHERE e.processed_at IS NULL" \
+	"                                 AND e.failed_at IS NULL) AS pending_count," \
+	"            pg_catalog.count(*) FILTER (WHERE e.failed_at IS NOT NULL) AS failed_count," \
+	"            COALESCE(pg_catalog.sum(e.attempt_count), 0)::pg_catalog.int8 AS attempt_count," \
+	"            COALESCE(pg_catalog.sum(e.failure_count), 0)::pg_catalog.int8 AS failure_count," \
+	"            pg_catalog.min(e.created_at) AS first_event_at," \
+	"            pg_catalog.max(GREATEST(e.created_at, e.first_claimed_at, e.last_claimed_at," \
+	"                                    e.last_failed_at, e.processed_at, e.failed_at)) AS updated_at" \
+	"       FROM @extschema@.a2_events e WHERE e.session_id = p.sid) a" \
+	"  ORDER BY p.sid"
+
+#define LIST_SESSIONS_ARGS \
+	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, BOOLOID}
+
+static A2Statement list_first = {
+	.sql = LIST_SESSIONS_SQL(">="), LIST_SESSIONS_ARGS
+};
+
+static A2Statement list_after = {
+	.sql = LIST_SESSIONS_SQL(">"), LIST_SESSIONS_ARGS
+};
+
+static A2Statement list_snapshots = {
+	.sql = "SELECT s.reducer_name, s.up_to_index, s.updated_at, true AS head"
+	"  FROM @extschema@.a2_snapshots s WHERE s.session_id = $1"
+	" UNION ALL"
+	" SELECT h.reducer_name, h.up_to_index, h.updated_at, false"
+	"  FROM @extschema@.a2_snapshot_history h"
+	" WHERE $2 AND h.session_id = $1"
+	" ORDER BY 1, 2",
+	.nargs = 2, .argtypes = {TEXTOID, BOOLOID}
+};
+
+/* A text argument that may be empty (a prefix) but not longer than a name. */
+static char *
+bounded_text_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	text	   *t = PG_GETARG_TEXT_PP(argno);
+
+	if (VARSIZE_ANY_EXHDR(t) > A2_MAX_NAME_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" is longer than %d bytes",
+						name, A2_MAX_NAME_BYTES)));
+	return text_to_cstring(t);
+}
+
+static Jsonb *
+list_sessions(const char *prefix, const char *cursor, int max_sessions)
+{
+	MemoryContext caller = a2_spi_begin();
+	A2Json		js = NULL;
+	Datum		values[4];
+	bool		bytewise;
+	uint64		n;
+	uint64		shown;
+	Jsonb	   *result;
+
+	values[0] = ObjectIdGetDatum(a2_relid("a2_events"));
+	if (a2_exec(&bytewise_ids, values, NULL, true, SPI_OK_SELECT) != 1)
+		elog(ERROR, "a2_events.session_id not found");
+	bytewise = a2_col_bool(0, 1);
+
+	values[0] = CStringGetTextDatum(cursor ? cursor : (bytewise ? prefix : ""));
+	values[1] = CStringGetTextDatum(prefix);
+	values[2] = Int64GetDatum((int64) max_sessions + 1);
+	values[3] = BoolGetDatum(bytewise);
+	n = a2_exec(cursor ? &list_after : &list_first, values, NULL, true,
+				SPI_OK_SELECT);
+	shown = Min(n, (uint64) max_sessions);
+
+	a2j_begin_object(&js, NULL);
+	a2j_begin_array(&js, "sessions");
+	for (uint64 r = 0; r < shown; r++)
+	{
+		a2j_begin_object(&js, NULL);
+		a2j_string(&js, "sessionId", a2_col_text(r, 1));
+		a2j_int(&js, "eventCount", a2_col_int64(r, 2));
+		a2j_int(&js, "pendingCount", a2_col_int64(r, 3));
+		a2j_int(&js, "failedCount", a2_col_int64(r, 4));
+		a2j_int(&js, "attemptCount", a2_col_int64(r, 5));
+		a2j_int(&js, "failureCount", a2_col_int64(r, 6));
+		a2j_iso(&js, "firstEventAt", a2_col_int64(r, 7));
+		a2j_iso(&js, "updatedAt", a2_col_int64(r, 8));
+		a2j_end_object(&js);
+	}
+	a2j_end_array(&js);
+	if (n > shown)
+		a2j_string(&js, "cursor", a2_col_text(shown - 1, 1));
+	else
+		a2j_null(&js, "cursor");
+	result = a2j_finish(a2j_end_object(&js), caller);
+	a2_spi_end();
+	return result;
+}
+
+Datum
+a2_list_sessions(PG_FUNCTION_ARGS)
+{
+	char	   *prefix;
+	char	   *cursor = NULL;
+	int64		max_sessions = DEFAULT_PAGE;
+
+	a2_require_arg(fcinfo, 0, "prefix");
+	prefix = bounded_text_arg(fcinfo, 0, "prefix");
+	if (!PG_ARGISNULL(1))
+		cursor = a2_name_arg(fcinfo, 1, "cursor");
+	if (!PG_ARGISNULL(2))
+	{
+		max_sessions = PG_GETARG_INT32(2);
+		a2_check_min(max_sessions, 1, "max_sessions");
+		if (max_sessions > A2_MAX_LIST_ITEMS)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"max_sessions\" must be at most %d, not " INT64_FORMAT,
+							A2_MAX_LIST_ITEMS, max_sessions)));
+	}
+	PG_RETURN_JSONB_P(list_sessions(prefix, cursor, (int) max_sessions));
+}
+
+static Jsonb *
+list_session_snapshots(const char *session_id, bool include_history)
+{
+	MemoryContext caller = a2_spi_begin();
+	A2Json		js = NULL;
+	Datum		values[2];
+	uint64		n;
+	Jsonb	   *result;
+
+	values[0] = CStringGetTextDatum(session_id);
+	values[1] = BoolGetDatum(include_history);
+	n = a2_exec(&list_snapshots, values, NULL, true, SPI_OK_SELECT);
+
+	a2j_begin_array(&js, NULL);
+	for (uint64 r = 0; r < n; r++)
+	{
+		a2j_begin_object(&js, NULL);
+		a2j_string(&js, "reducerName", a2_col_text(r, 1));
+		a2j_int(&js, "index", a2_col_int64(r, 2));
+		a2j_iso(&js, "updatedAt", a2_col_int64(r, 3));
+		/* the 0.5 shape has no flag: only a listing with history gets one */
+		if (include_history)
+			a2j_bool(&js, "head", a2_col_bool(r, 4));
+		a2j_end_object(&js);
+	}
+	result = a2j_finish(a2j_end_array(&js), caller);
+	a2_spi_end();
+	return result;
+}
+
+Datum
+a2_list_snapshots(PG_FUNCTION_ARGS)
+{
+	char	   *session_id = a2_name_arg(fcinfo, 0, "session_id");
+	bool		include_history;
+
+	a2_require_arg(fcinfo, 1, "include_history");
+	include_history = PG_GETARG_BOOL(1);
+	PG_RETURN_JSONB_P(list_session_snapshots(session_id, include_history));
+}

@@ -1,0 +1,266 @@
+/*-------------------------------------------------------------------------
+ *
+ * retire.c
+ *	  a2_drop_session(session_id, force) and
+ *	  a2_drop_finished_sessions(idle_ms, max_sessions).
+ *
+ *	  A session is unfinished while it has an event that is neither
+ *	  processed nor dead-lettered; a plain drop refuses it (Z2010).  The
+ *	  drop deletes the session's rows from every session-keyed a2 table
+ *	  (presence is keyed by namespace, not session, and is left alone) and
+ *	  records max(idx) in a2_retired_sessions, keeping the greater of an
+ *	  earlier mark.  a2_insert_events reads that mark only when the session
+ *	  has no event rows, so a later append continues after it.
+ *
+ *	  Locking: the session lock first (appends, completions and failures
+ *	  wait), then every event row of the session FOR UPDATE in index order,
+ *	  which waits for a claim or renewal in flight and makes the
+ *	  "unfinished" check see the latest row versions; then the deletes.
+ *	  The batch form finds candidates with a lock-free walk over the
+ *	  primary key, then try-locks each one, re-checks it under its locks
+ *	  and skips it when busy or no longer finished and idle, so a scheduled
+ *	  call never waits behind a live session.
+ *
+ * IDENTIFICATION
+ *	  src/retire.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+#include "a2.h"
+#include "clock.h"
+#include "json_out.h"
+#include "retire.h"
+#include "spi_plans.h"
+#include "validate.h"
+
+PG_FUNCTION_INFO_V1(a2_drop_session);
+PG_FUNCTION_INFO_V1(a2_drop_finished_sessions);
+
+/* Lock the session's events in index order and summarize them. */
+static A2Statement lock_events = {
+	.sql = "SELECT pg_catalog.count(*),"
+	"       pg_catalog.count(*) FILTER (WHERE l.unfinished),"
+	"       pg_catalog.max(l.idx), pg_catalog.max(l.created_at)"
+	"  FROM (SELECT e.idx, e.created_at,"
+	"               e.processed_at IS NULL AND e.failed_at IS NULL AS unfinished"
+	"          FROM @extschema@.a2_events e WHERE e.session_id = $1"
+	"         ORDER BY e.idx FOR UPDATE) l",
+	.nargs = 1, .argtypes = {TEXTOID}
+};
+
+/*
+ * Delete everything of the session and raise its high-water mark ($2, NULL
+ * when it has no events).  Returns events deleted, snapshot rows deleted
+ * (heads and history) and the mark now stored.
+ */
+static A2Statement delete_session = {
+	.sql = "WITH ev AS (DELETE FROM @extschema@.a2_events e"
+	"              WHERE e.session_id = $1 RETURNING 1),"
+	" pins AS (DELETE FROM @extschema@.a2_snapshot_pins p"
+	"              WHERE p.session_id = $1 RETURNING 1),"
+	" heads AS (DELETE FROM @extschema@.a2_snapshots s"
+	"              WHERE s.session_id = $1 RETURNING 1),"
+	" hist AS (DELETE FROM @extschema@.a2_snapshot_history h"
+	"              WHERE h.session_id = $1 RETURNING 1),"
+	" mark AS (INSERT INTO @extschema@.a2_retired_sessions AS r"
+	"              (session_id, last_index, retired_at)"
+	"          SELECT $1, $2, $3 WHERE $2 IS NOT NULL"
+	"          ON CONFLICT (session_id) DO UPDATE"
+	"             SET last_index = GREATEST(r.last_index, EXCLUDED.last_index),"
+	"                 retired_at = EXCLUDED.retired_at"
+	"          RETURNING r.last_index)"
+	" SELECT (SELECT pg_catalog.count(*) FROM ev),"
+	"        (SELECT pg_catalog.count(*) FROM heads)"
+	"          OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM hist),"
+	"        COALESCE((SELECT m.last_index FROM mark m),"
+	"                 (SELECT o.last_index FROM @extschema@.a2_retired_sessions o"
+	"                   WHERE o.session_id = $1))",
+	.nargs = 3, .argtypes = {TEXTOID, INT8OID, INT8OID}
+};
+
+/*
+ * Candidates for the batch drop, without locks: walk the distinct session
+ * ids on the primary key (one descent each) and keep those with no
+ * unfinished event (a2_events_unprocessed) whose last event is older than
+ * the cutoff.  The walk is lazy: it stops once $2 candidates are found.
+ */
+static A2Statement finished_candidates = {
+	.sql = "WITH RECURSIVE walk(sid) AS ("
+	"  SELECT (SELECT e.session_id FROM @extschema@.a2_events e"
+	"           ORDER BY e.session_id LIMIT 1)"
+	"  UNION ALL"
+	"  SELECT (SELECT e.session_id FROM @extschema@.a2_events e"
+	"           WHERE e.session_id > w.sid ORDER BY e.session_id LIMIT 1)"
+	"    FROM walk w WHERE w.sid IS NOT NULL"
+	")"
+	" SELECT w.sid FROM walk w"
+	"  WHERE w.sid IS NOT NULL"
+	"    AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_events u"
+	"                     WHERE u.session_id = w.sid AND u.processed_at IS NULL"
+	"                       AND u.failed_at IS NULL)"
+	"    AND (SELECT l.created_at FROM @extschema@.a2_events l"
+	"          WHERE l.session_id = w.sid ORDER BY l.idx DESC LIMIT 1) <= $1"
+	"  LIMIT $2",
+	.nargs = 2, .argtypes = {INT8OID, INT8OID}
+};
+
+typedef struct DropOutcome
+{
+	bool		dropped;		/* rows were deleted */
+	bool		skipped;		/* batch form: no longer finished and idle */
+	int64		events;
+	int64		snapshots;
+	int64		last_index;
+	bool		has_last_index;
+} DropOutcome;
+
+/*
+ * Drop one session; the caller holds its session lock and is inside SPI.
+ * force: drop unfinished events too.  cutoff_ms >= 0 (batch form): skip,
+ * instead of failing, a session that is unfinished or had an append after
+ * the cutoff.
+ */
+static void
+drop_locked(const char *session_id, bool force, int64 cutoff_ms,
+			int64 now_ms, DropOutcome *out)
+{
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	int64		unfinished;
+	bool		isnull;
+	Datum		max_idx;
+
+	memset(out, 0, sizeof(*out));
+	values[0] = CStringGetTextDatum(session_id);
+	a2_exec_latest(&lock_events, values, NULL, SPI_OK_SELECT);
+	unfinished = a2_col_int64(0, 2);
+	max_idx = a2_col(0, 3, &isnull);
+	if (isnull)
+		nulls[1] = 'n';
+	values[1] = max_idx;
+
+	if (cutoff_ms >= 0)
+	{
+		bool		last_isnull;
+		int64		last_at = DatumGetInt64(a2_col(0, 4, &last_isnull));
+
+		if (unfinished > 0 || last_isnull || last_at > cutoff_ms)
+		{
+			out->skipped = true;
+			return;
+		}
+	}
+	else if (unfinished > 0 && !force)
+		ereport(ERROR,
+				(errcode(ERRCODE_A2_SESSION_UNFINISHED),
+				 errmsg("session \"%s\" has unfinished events", session_id),
+				 errdetail(INT64_FORMAT " events are neither processed nor dead-lettered.",
+						   unfinished),
+				 errhint("Complete or fail them first, or call a2_drop_session with force => true.")));
+
+	values[2] = Int64GetDatum(now_ms);
+	a2_exec_latest(&delete_session, values, nulls, SPI_OK_SELECT);
+	out->events = a2_col_int64(0, 1);
+	out->snapshots = a2_col_int64(0, 2);
+	out->dropped = out->events > 0 || out->snapshots > 0;
+	max_idx = a2_col(0, 3, &isnull);
+	out->has_last_index = !isnull;
+	out->last_index = isnull ? 0 : DatumGetInt64(max_idx);
+}
+
+static Jsonb *
+drop_session(const char *session_id, bool force)
+{
+	int64		now_ms = a2_clock_now_ms();
+	MemoryContext caller;
+	DropOutcome out;
+	A2Json		js = NULL;
+	Jsonb	   *result;
+
+	a2_lock_session(session_id);
+	caller = a2_spi_begin();
+	drop_locked(session_id, force, -1, now_ms, &out);
+
+	a2j_begin_object(&js, NULL);
+	a2j_string(&js, "sessionId", session_id);
+	a2j_bool(&js, "dropped", out.dropped);
+	a2j_int(&js, "events", out.events);
+	a2j_int(&js, "snapshots", out.snapshots);
+	if (out.has_last_index)
+		a2j_int(&js, "lastIndex", out.last_index);
+	else
+		a2j_null(&js, "lastIndex");
+	result = a2j_finish(a2j_end_object(&js), caller);
+	a2_spi_end();
+	return result;
+}
+
+Datum
+a2_drop_session(PG_FUNCTION_ARGS)
+{
+	char	   *session_id = a2_name_arg(fcinfo, 0, "session_id");
+	bool		force;
+
+	a2_require_arg(fcinfo, 1, "force");
+	force = PG_GETARG_BOOL(1);
+	PG_RETURN_JSONB_P(drop_session(session_id, force));
+}
+
+static int64
+drop_finished_sessions(int64 idle_ms, int max_sessions)
+{
+	int64		now_ms = a2_clock_now_ms();
+	int64		cutoff_ms;
+	Datum		values[2];
+	uint64		n;
+	char	  **ids;
+	int64		dropped = 0;
+
+	/* an idle time reaching before the epoch means: nothing is idle enough */
+	if (pg_sub_s64_overflow(now_ms, idle_ms, &cutoff_ms) || cutoff_ms < 0)
+		return 0;
+
+	a2_spi_begin();
+	values[0] = Int64GetDatum(cutoff_ms);
+	values[1] = Int64GetDatum(max_sessions);
+	n = a2_exec(&finished_candidates, values, NULL, true, SPI_OK_SELECT);
+	/* copied out: the next statements replace SPI_tuptable */
+	ids = palloc(sizeof(char *) * Max(n, 1));
+	for (uint64 r = 0; r < n; r++)
+		ids[r] = a2_col_text(r, 1);
+
+	for (uint64 r = 0; r < n; r++)
+	{
+		DropOutcome out;
+
+		/* busy (an append or a completion holds it): leave it for next time */
+		if (!a2_try_lock_session(ids[r]))
+			continue;
+		drop_locked(ids[r], false, cutoff_ms, now_ms, &out);
+		if (out.dropped)
+			dropped++;
+	}
+	a2_spi_end();
+	return dropped;
+}
+
+Datum
+a2_drop_finished_sessions(PG_FUNCTION_ARGS)
+{
+	int64		idle_ms = a2_int8_arg(fcinfo, 0, "idle_ms", 0);
+	int64		max_sessions = a2_int4_arg(fcinfo, 1, "max_sessions", 1);
+
+	if (max_sessions > A2_MAX_LIST_ITEMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"max_sessions\" must be at most %d, not " INT64_FORMAT,
+						A2_MAX_LIST_ITEMS, max_sessions)));
+	PG_RETURN_INT64(drop_finished_sessions(idle_ms, (int) max_sessions));
+}
