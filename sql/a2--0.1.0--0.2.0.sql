@@ -228,6 +228,7 @@ DECLARE
 		['a2_snapshot_history',    'session_id'],
 		['a2_snapshot_pins',       'session_id'],
 		['a2_session_locks',       'session_id'],
+		['a2_retired_sessions',    'session_id'],
 		['a2_presence',            'ns'],
 		['a2_presence_tombstones', 'ns'],
 		['a2_presence_locks',      'ns']];
@@ -307,9 +308,11 @@ BEGIN
 		anchor := COALESCE(anchor, rel);
 	END LOOP;
 
-	-- 3. Delegate every function whose first argument is the distribution
-	--    column (session_id or ns) to the node of that shard, even inside
-	--    a transaction block (force_delegation).
+	-- 3. Delegate every C function whose first argument is the
+	--    distribution column (session_id or ns) to the node of that shard,
+	--    even inside a transaction block (force_delegation).  SQL helpers
+	--    such as a2_retired_last_index are called inside a2's own
+	--    statements, not by clients, and stay local.
 	FOR fn IN
 		SELECT p.oid::regprocedure AS sig, p.proargnames[1] AS arg
 		  FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
@@ -317,6 +320,7 @@ BEGIN
 		   AND d.refclassid = 'pg_extension'::regclass
 		   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'a2')
 		   AND p.proargnames[1] IN ('session_id', 'ns')
+		   AND p.prolang = (SELECT l.oid FROM pg_language l WHERE l.lanname = 'c')
 		 ORDER BY p.oid
 	LOOP
 		PERFORM create_distributed_function(fn.sig, fn.arg,

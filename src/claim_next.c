@@ -54,6 +54,7 @@
 #include "a2.h"
 #include "claim.h"
 #include "clock.h"
+#include "distributed.h"
 #include "json_out.h"
 #include "spi_plans.h"
 #include "validate.h"
@@ -188,6 +189,8 @@ a2_claim_next(PG_FUNCTION_ARGS)
 	NextArgs	args;
 	int64		ttl_ms;
 
+	a2_dist_refuse("a2_claim_next",
+				   "Claim per session with a2_claim, which is delegated to the session's worker.");
 	args.holder = a2_name_arg(fcinfo, 0, "holder");
 	ttl_ms = a2_int8_arg(fcinfo, 1, "ttl_ms", 0);
 	args.max_sessions = (int) a2_int4_arg(fcinfo, 2, "max_sessions", 1);

@@ -57,6 +57,18 @@ static A2Statement last_index = {
 	.nargs = 1, .argtypes = {TEXTOID}
 };
 
+/*
+ * A dropped session's high-water mark (src/retire.c), read when it has no
+ * event rows.  Read directly: through the SECURITY DEFINER SQL function
+ * the single-node statement uses, Citus would have to plan the function's
+ * parameterized query, which it cannot route.
+ */
+static A2Statement retired_mark = {
+	.sql = "SELECT r.last_index FROM @extschema@.a2_retired_sessions r"
+	" WHERE r.session_id = $1",
+	.nargs = 1, .argtypes = {TEXTOID}
+};
+
 static A2Statement busy_lanes = {
 	.sql = "SELECT DISTINCT p.lane FROM @extschema@.a2_events p"
 	" WHERE p.session_id = $1 AND p.lane = ANY ($2) AND p.processed_at IS NULL",
@@ -137,16 +149,37 @@ static A2Statement put_value = {
 	.nargs = 7, .argtypes = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, INT8OID, INT8OID, INT8OID}
 };
 
+/*
+ * Its own (nested) SPI connection: some callers lock before they connect.
+ * The row lock lasts until the transaction ends, and SPI_finish restores
+ * the caller's SPI_tuptable.
+ */
 void
 a2_dist_lock_session(const char *session_id)
 {
-	Datum		values[1] = {CStringGetTextDatum(session_id)};
+	Datum		values[1];
 
-	if (a2_exec_latest(&lock_row, values, NULL, SPI_OK_SELECT) > 0)
+	a2_spi_begin();
+	values[0] = CStringGetTextDatum(session_id);
+	if (a2_exec_latest(&lock_row, values, NULL, SPI_OK_SELECT) == 0)
+	{
+		a2_exec(&create_row, values, NULL, false, SPI_OK_INSERT);
+		if (a2_exec_latest(&lock_row, values, NULL, SPI_OK_SELECT) != 1)
+			elog(ERROR, "could not lock session \"%s\"", session_id);
+	}
+	a2_spi_end();
+}
+
+void
+a2_dist_refuse(const char *function, const char *hint)
+{
+	if (!a2_distributed())
 		return;
-	a2_exec(&create_row, values, NULL, false, SPI_OK_INSERT);
-	if (a2_exec_latest(&lock_row, values, NULL, SPI_OK_SELECT) != 1)
-		elog(ERROR, "could not lock session \"%s\"", session_id);
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s is not supported in distributed mode", function),
+			 errdetail("It reads or writes many sessions in one statement, which Citus cannot run on one shard."),
+			 errhint("%s", hint)));
 }
 
 /* Lanes of the batch that already have an unprocessed event (sorted names). */
@@ -199,6 +232,8 @@ a2_dist_insert_events(const char *session_id, A2EventInput *events,
 
 	*base = 0;
 	if (a2_exec_latest(&last_index, &session, NULL, SPI_OK_SELECT) > 0)
+		*base = a2_col_int64(0, 1);
+	else if (a2_exec_latest(&retired_mark, &session, NULL, SPI_OK_SELECT) > 0)
 		*base = a2_col_int64(0, 1);
 	*pending = need_pending && a2_session_has_pending(session_id);
 	busy = lanes_in_use(session, events, count, &nbusy);

@@ -23,9 +23,15 @@
 
 /*
  * The session lock in distributed mode: FOR UPDATE on the session's
- * a2_session_locks row (created on first use).  Call inside SPI.
+ * a2_session_locks row (created on first use).  Connects SPI itself.
  */
 extern void a2_dist_lock_session(const char *session_id);
+
+/*
+ * Refuse (0A000) a function that spans sessions in one statement when in
+ * distributed mode; returns at once on a single node.
+ */
+extern void a2_dist_refuse(const char *function, const char *hint);
 
 /*
  * Insert a batch after the session's greatest index, one router statement

@@ -31,6 +31,7 @@
 #include "utils/jsonb.h"
 
 #include "a2.h"
+#include "distributed.h"
 #include "inspect.h"
 #include "json_out.h"
 #include "spi_plans.h"
@@ -187,6 +188,8 @@ a2_list_sessions(PG_FUNCTION_ARGS)
 	char	   *cursor = NULL;
 	int64		max_sessions = DEFAULT_PAGE;
 
+	a2_dist_refuse("a2_list_sessions",
+				   "Query a2_events on the coordinator, e.g. SELECT DISTINCT session_id FROM a2_events WHERE session_id LIKE 'prefix%'.");
 	a2_require_arg(fcinfo, 0, "prefix");
 	prefix = bounded_text_arg(fcinfo, 0, "prefix");
 	if (!PG_ARGISNULL(1))

@@ -35,6 +35,7 @@
 
 #include "a2.h"
 #include "clock.h"
+#include "distributed.h"
 #include "json_out.h"
 #include "retire.h"
 #include "spi_plans.h"
@@ -257,6 +258,8 @@ a2_drop_finished_sessions(PG_FUNCTION_ARGS)
 	int64		idle_ms = a2_int8_arg(fcinfo, 0, "idle_ms", 0);
 	int64		max_sessions = a2_int4_arg(fcinfo, 1, "max_sessions", 1);
 
+	a2_dist_refuse("a2_drop_finished_sessions",
+				   "Drop sessions one by one with a2_drop_session, which is delegated to the session's worker.");
 	if (max_sessions > A2_MAX_LIST_ITEMS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

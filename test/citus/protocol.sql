@@ -59,4 +59,25 @@ DO $$ BEGIN
 	RAISE EXCEPTION 'duplicate ids in a batch accepted' USING ERRCODE = 'ZT000';
 EXCEPTION WHEN SQLSTATE 'Z2001' THEN NULL;
 END $$;
+-- redrive and drop (issues 9 and 10) on a session, delegated
+SELECT citus_test_session_on('ops', :w2) AS so \gset
+SELECT a2_append(:'so', '[{"type": "x"}, {"type": "y"}]') IS NOT NULL AS ok \gset
+SELECT a2_claim(:'so', 'h', 30000) IS NOT NULL AS ok \gset
+SELECT citus_test_ok(a2_fail(:'so', 1, 1, 'e', 1) ->> 'outcome' = 'dead_lettered', 'dead-letter before redrive');
+SELECT citus_test_ok(a2_redrive(:'so', 1) ->> 'outcome' = 'redriven', 'redrive is delegated and works');
+SELECT citus_test_ok((a2_drop_session(:'so', true) ->> 'lastIndex')::int = 2, 'drop_session reports the last index');
+SELECT citus_test_ok(a2_append(:'so', '[{"type": "after-drop"}]') #> '{events,0,index}' = '3',
+					 'an append after the drop continues after the high-water mark');
+-- functions that span sessions in one statement are refused, not half-run
+DO $$ BEGIN
+	PERFORM a2_claim_next('h', 1000);
+	RAISE EXCEPTION 'a2_claim_next ran in distributed mode' USING ERRCODE = 'ZT000';
+EXCEPTION WHEN SQLSTATE '0A000' THEN NULL;
+END $$;
+DO $$ BEGIN
+	PERFORM a2_drop_finished_sessions(0, 10);
+	RAISE EXCEPTION 'a2_drop_finished_sessions ran in distributed mode' USING ERRCODE = 'ZT000';
+EXCEPTION WHEN SQLSTATE '0A000' THEN NULL;
+END $$;
+SELECT citus_test_ok(a2_metrics() IS NOT NULL, 'a2_metrics reads across shards');
 \echo protocol: passed

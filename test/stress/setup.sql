@@ -276,6 +276,10 @@ DECLARE
 	prev bigint;
 	n integer := 0;
 BEGIN
+	-- distributed mode refuses a2_claim_next (it spans sessions)
+	IF a2_is_distributed() THEN
+		RETURN;
+	END IF;
 	IF random() < 0.15 THEN
 		PERFORM set_config('a2.now',
 			(clock_timestamp() + random() * interval '50 ms')::text, true);
@@ -840,7 +844,8 @@ BEGIN
 		EXCEPTION WHEN SQLSTATE 'Z2010' THEN
 			PERFORM stress_count(c, 'retire_drop', 'Z2010');
 		END;
-	ELSIF r < 0.95 THEN
+	ELSIF r < 0.95 AND NOT a2_is_distributed() THEN
+		-- (distributed mode refuses it: it spans sessions)
 		n := a2_drop_finished_sessions(0, 2);
 		PERFORM stress_count(c, 'retire_drop_finished', n::text);
 	ELSE

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #
-# test/suites/70-citus.sh: distributed mode on a 3-node Citus cluster
+# test/suites/75-citus.sh: distributed mode on a 3-node Citus cluster
 # (test/citus/run.sh).  Prints "skipped: citus is not installed" and passes
 # where Citus is missing, as in CI.
 
