@@ -231,9 +231,9 @@ a2_dist_insert_events(const char *session_id, A2EventInput *events,
 	int64		inserted = 0;
 
 	*base = 0;
-	if (a2_exec_latest(&last_index, &session, NULL, SPI_OK_SELECT) > 0)
-		*base = a2_col_int64(0, 1);
-	else if (a2_exec_latest(&retired_mark, &session, NULL, SPI_OK_SELECT) > 0)
+	/* the greatest index, else a dropped session's mark, else 0 */
+	if (a2_exec_latest(&last_index, &session, NULL, SPI_OK_SELECT) > 0 ||
+		a2_exec_latest(&retired_mark, &session, NULL, SPI_OK_SELECT) > 0)
 		*base = a2_col_int64(0, 1);
 	*pending = need_pending && a2_session_has_pending(session_id);
 	busy = lanes_in_use(session, events, count, &nbusy);
