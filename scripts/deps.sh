@@ -20,6 +20,8 @@ packages=(
 	clang-tidy
 	make
 	gcc
+	pgbouncer
+	python3-psycopg
 )
 if [[ -n ${A2_EXTRA_PACKAGES:-} ]]; then
 	read -r -a extra <<<"$A2_EXTRA_PACKAGES"
