@@ -12,6 +12,8 @@
 #  4. npm test: tsc (strict), then node --test on the compiled tests, which
 #     create and drop their own databases a2_node_* on the cluster that
 #     PGHOST/PGPORT/PGUSER name.
+#  5. examples/node-worker.mjs in a fresh database a2_node_example: it must
+#     ship the four good demo orders and dead-letter the bad one.
 #
 # Environment: PGHOST/PGPORT/PGUSER and A2_PGDATA/A2_PGPORT as exported by
 # scripts/test.sh; A2_ROOT.  About half a minute once npm's cache is warm.
@@ -59,3 +61,21 @@ export A2_PGBOUNCER_URL A2_NODE_REQUIRE_PGBOUNCER=1
 
 a2_log "node-client: npm test (pgbouncer at $A2_PGBOUNCER_URL)"
 (cd clients/node && npm test)
+
+a2_log "node-client: examples/node-worker.mjs"
+db=a2_node_example
+dropdb --if-exists --force "$db"
+createdb "$db"
+psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c 'CREATE EXTENSION a2'
+if [[ $PGHOST == /* ]]; then
+	url="postgresql://${PGUSER:-postgres}@/$db?host=$(node -p 'encodeURIComponent(process.argv[1])' "$PGHOST")&port=$PGPORT"
+else
+	url="postgresql://${PGUSER:-postgres}@$PGHOST:$PGPORT/$db"
+fi
+out=$(A2_DATABASE_URL=$url timeout 60 node examples/node-worker.mjs)
+printf '%s\n' "$out"
+dropdb --if-exists --force "$db"
+grep -qx 'shipments of order-42: 2 tea, 6 cups, 1 sugar, 4 spoons' <<<"$out" ||
+	a2_die "node-client: the example did not ship the four good orders"
+grep -q '^#3 order.placed: dead_lettered (3/3)' <<<"$out" ||
+	a2_die "node-client: the example did not dead-letter the bad order"
