@@ -174,6 +174,7 @@ export function a2Store(options: A2StoreOptions = {}): A2PostgresStore {
     return run
   }
 
+  let closed = false
   const store: A2PostgresStore = {
     ...ops,
 
@@ -184,6 +185,8 @@ export function a2Store(options: A2StoreOptions = {}): A2PostgresStore {
     transaction,
 
     async close() {
+      if (closed) return
+      closed = true
       await listener.close()
       const current = connection.peek()
       if (!current) return

@@ -74,6 +74,7 @@ export class Listener {
   readonly #streams = new Map<string, Set<SessionStream>>()
   #conn: ListenConnection | null = null
   #running = false
+  #stopped: Promise<void> = Promise.resolve()
   #ready: Promise<void> | null = null
   #wake: (() => void) | null = null
   #closed = false
@@ -118,10 +119,12 @@ export class Listener {
     if (this.#streams.size === 0) this.#wake?.()
   }
 
+  /** Ends every stream and waits until the listening connection is released. */
   async close(): Promise<void> {
     this.#closed = true
     for (const set of [...this.#streams.values()]) for (const s of [...set]) s.end()
     this.#wake?.()
+    await this.#stopped
   }
 
   #all(): SessionStream[] {
@@ -134,7 +137,7 @@ export class Listener {
     this.#running = true
     let settle!: () => void
     this.#ready = new Promise((r) => (settle = r))
-    void (async () => {
+    this.#stopped = (async () => {
       let backoff = RECONNECT_MIN_MS
       while (!this.#closed && this.#streams.size > 0) {
         let lost: Error | undefined
