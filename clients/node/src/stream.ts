@@ -179,6 +179,9 @@ export class Listener {
           backoff = RECONNECT_MIN_MS
           settle()
           for (const s of this.#all()) s.mark()
+          // The last stream may have gone (or close() come) while we
+          // connected, before there was a #wake to call.
+          if (this.#closed || this.#streams.size === 0) this.#wake?.()
           await gone
         } catch (err) {
           lost = err as Error

@@ -221,6 +221,35 @@ describe('stream', () => {
     assert.deepEqual(seen, [1])
   })
 
+  it('close() right after stream() (while the listener connects) does not hang, and frees the connection', async () => {
+    for (let i = 0; i < 5; i++) {
+      const p = pool(DB, 2)
+      const store = a2Store({ client: p, pollIntervalMs: NO_POLL })
+      const it = store.stream(session())
+      const pending = it.next()
+      await within(store.close(), 3000, 'close while connecting')
+      assert.deepEqual(await pending, { done: true, value: undefined })
+      assert.equal(p.totalCount, 0)
+    }
+  })
+
+  it('return() of the only stream right after stream() releases the listener connection', async () => {
+    const p = pool(DB, 2)
+    const store = a2Store({ client: p, pollIntervalMs: NO_POLL })
+    try {
+      const it = store.stream(session())
+      await it.return!()
+      const listener = listenerOf(store)!
+      await until(() => !listener.listening && p.idleCount === p.totalCount, 3000, 'listener connection released')
+      await sleep(100)
+      assert.equal(listener.listening, false)
+      assert.equal(p.waitingCount, 0)
+      assert.equal(p.idleCount, p.totalCount)
+    } finally {
+      await store.close()
+    }
+  })
+
   it('bad input ends the stream with INVALID_PAYLOAD', async () => {
     const p = pool(DB)
     const store = a2Store({ client: p, listen: false })
