@@ -12,6 +12,9 @@
 //     by one: 16 round trips, 3 transactions. Event ids are made in the
 //     client (randomUUID), timestamps from Date.now(), as the seed does.
 //
+// A2_BENCH_PG_OPTIONS (e.g. "-c synchronous_commit=off") is sent as the
+// connections' startup options, to both loops alike.
+//
 // Prints one JSON line: {mode, clients, seconds, cycles, cps}.
 
 import { randomUUID } from 'node:crypto'
@@ -30,14 +33,14 @@ if (!['a2', 'a2q', 'b3'].includes(mode) || !(clients >= 1) || !(seconds > 0) || 
   process.exit(2)
 }
 
+const extra = process.env.A2_BENCH_PG_OPTIONS ?? ''
+const optionsFor = (m) => [extra, m === 'a2q' ? '-c a2.notify=off' : ''].filter(Boolean).join(' ')
+const withOptions = (config, m) => (optionsFor(m) ? { ...config, options: optionsFor(m) } : config)
+
 // --- a2, through the client ---------------------------------------------
 
 const a2Loop = async (sessionId, deadline) => {
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: 1,
-    ...(mode === 'a2q' ? { options: '-c a2.notify=off' } : {}),
-  })
+  const pool = new pg.Pool(withOptions({ connectionString: url, max: 1 }, mode))
   const store = a2Store({ client: pool })
   await store.read(sessionId) // connect before the clock starts
   let cycles = 0
@@ -77,7 +80,7 @@ const INSERT = `insert into a2_events
  )`
 
 const b3Loop = async (sessionId, deadline) => {
-  const c = new pg.Client({ connectionString: url })
+  const c = new pg.Client(withOptions({ connectionString: url }, mode))
   await c.connect()
   const q = (text, values) => c.query(text, values)
   let cycles = 0

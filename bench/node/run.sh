@@ -19,6 +19,9 @@
 #   A2_BENCH_SETTINGS  settings (default "direct proxy0 proxy1")
 #   A2_BENCH_QUIET     1 adds "a2q": the client on connections with
 #                      a2.notify = off, for reference (default 0)
+#   A2_BENCH_PG_OPTIONS  startup options for every benchmark connection,
+#                      e.g. "-c synchronous_commit=off" (PGOPTIONS would not
+#                      do: scripts/cluster.sh env unsets it)
 #   A2_PGDATA, A2_PGPORT, A2_BENCH_KEEP   the cluster, as for bench/run.sh
 #
 # Needs the a2 extension installed (make install) and clients/node built;
@@ -94,6 +97,7 @@ url_of() {
 {
 	printf '## Machine\n\n'
 	bench_machine
+	printf -- '- Benchmark connections: options %s\n' "'${A2_BENCH_PG_OPTIONS:-}'"
 	printf -- '- Node: %s; pg %s\n' "$(node --version)" \
 		"$(node -p 'require(process.argv[1]).version' "$A2_ROOT/clients/node/node_modules/pg/package.json")"
 } >"$OUT/machine.md"
