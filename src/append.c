@@ -50,7 +50,7 @@ static A2Statement session_pending = {
  * argument), so indexes continue after a drop and are never reused.  A
  * SECURITY DEFINER function: appenders need no grant on the table.
  */
-#define RETIRED_MARK "@extschema@.a2_retired_last_index($1)"
+#define RETIRED_MARK A2_RETIRED_MARK_TOKEN
 
 /*
  * One statement: read the session's greatest index (and, when $10 asks,

@@ -48,6 +48,7 @@
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -142,6 +143,24 @@ claim_candidate(A2ClaimArgs *claim, A2Json *js)
 	return true;
 }
 
+/*
+ * The sessions this call has claimed.  A session can be met again later in
+ * the walk: an entry its claim skipped because another transaction held it
+ * may be released and available by the time the walk reaches it.  Such an
+ * entry is left for the next call, so each session appears once.
+ */
+static HTAB *
+served_sessions(void)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = A2_MAX_NAME_BYTES + 1;
+	ctl.entrysize = A2_MAX_NAME_BYTES + 1;
+	ctl.hcxt = CurrentMemoryContext;
+	return hash_create("a2_claim_next sessions", 16, &ctl,
+					   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+}
+
 static Jsonb *
 claim_next(NextArgs *args)
 {
@@ -154,21 +173,29 @@ claim_next(NextArgs *args)
 	Datum		value;
 	bool		isnull;
 	Jsonb	   *result;
+	HTAB	   *served;
 
 	claim.holder = args->holder;
 	claim.now_ms = args->now_ms;
 	claim.expires_ms = args->expires_ms;
 	claim.exclude = a2_int8_array(NULL, NULL, 0);
 
+	served = served_sessions();
 	a2j_begin_object(&js, NULL);
 	a2j_begin_array(&js, "claims");
 	while (claimed < args->max_sessions &&
 		   next_session(args->now_ms, &after_at, &after_session))
 	{
+		bool		seen;
+
+		(void) hash_search(served, after_session, HASH_ENTER, &seen);
+		if (seen)
+			continue;
 		claim.session_id = after_session;
 		if (claim_candidate(&claim, &js))
 			claimed++;
 	}
+	hash_destroy(served);
 	a2j_end_array(&js);
 
 	value = Int64GetDatum(args->now_ms);

@@ -185,23 +185,50 @@ a2_spi_end(void)
 }
 
 static char *
-expand_schema(const char *sql)
+replace_token(const char *sql, const char *token, const char *with)
 {
 	StringInfoData buf;
 	const char *p = sql;
 	const char *hit;
-	const char *token = "@extschema@";
 	size_t		toklen = strlen(token);
 
 	initStringInfo(&buf);
 	while ((hit = strstr(p, token)) != NULL)
 	{
 		appendBinaryStringInfo(&buf, p, hit - p);
-		appendStringInfoString(&buf, schema_quoted);
+		appendStringInfoString(&buf, with);
 		p = hit + toklen;
 	}
 	appendStringInfoString(&buf, p);
 	return buf.data;
+}
+
+/*
+ * The statement text to prepare: @extschema@ becomes the extension's
+ * schema, and @retired_last_index@ the high-water mark of a dropped session
+ * (src/retire.c) -- or NULL while the installed objects are still 0.1.0's,
+ * which have no such function: a new library must keep serving a database
+ * until ALTER EXTENSION a2 UPDATE runs.  That update adds an index on
+ * a2_events, whose relcache invalidation makes every statement re-prepare.
+ */
+static char *
+expand_schema(const char *sql)
+{
+	char	   *with_mark = NULL;
+	char	   *out;
+
+	if (strstr(sql, A2_RETIRED_MARK_TOKEN) != NULL)
+	{
+		bool		have = OidIsValid(get_relname_relid("a2_retired_sessions", schema_oid));
+
+		with_mark = replace_token(sql, A2_RETIRED_MARK_TOKEN,
+								  have ? "@extschema@.a2_retired_last_index($1)" : "NULL::bigint");
+		sql = with_mark;
+	}
+	out = replace_token(sql, "@extschema@", schema_quoted);
+	if (with_mark)
+		pfree(with_mark);
+	return out;
 }
 
 static SPIPlanPtr

@@ -22,6 +22,12 @@
 
 #define A2_MAX_STMT_ARGS	16
 
+/*
+ * In a statement's text: the high-water mark of session $1 if it was
+ * dropped (a bigint, NULL otherwise); see expand_schema() in spi_plans.c.
+ */
+#define A2_RETIRED_MARK_TOKEN "@retired_last_index@"
+
 typedef struct A2Statement
 {
 	const char *sql;			/* text with @extschema@ placeholders */

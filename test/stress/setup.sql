@@ -309,6 +309,10 @@ BEGIN
 			prev := (ev->>'index')::bigint;
 			INSERT INTO stress_attempts (session_id, idx, attempt, client)
 			VALUES (sess, prev, (ev->>'attemptCount')::integer, c);
+			-- The retire pool's sessions may be dropped under us: claiming
+			-- their work is fine (the lease just expires), but it is not
+			-- handed to stress_work, whose checks assume sessions stay.
+			CONTINUE WHEN sess LIKE 'stress-retire-%';
 			INSERT INTO stress_claims (client, session_id, idx, attempt)
 			VALUES (c, sess, prev, (ev->>'attemptCount')::integer);
 		END LOOP;

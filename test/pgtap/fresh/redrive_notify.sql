@@ -2,7 +2,8 @@
 -- (NOTIFY a2_events {"sessionId", "index": the session's greatest index}),
 -- once per committed transaction that put something back, and not when it
 -- put nothing back.  Same method as fresh/notify.sql: a second connection
--- (dblink) LISTENs, and round trips on it collect what it received.
+-- (dblink) LISTENs; after a2_notify_wait(), round trips on it collect what
+-- it received.
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pgtap;
@@ -26,6 +27,10 @@ $f$;
 
 CREATE FUNCTION rn_collect(step text) RETURNS void LANGUAGE plpgsql AS $f$
 BEGIN
+	-- with a2 preloaded the background notifier sends after commit: wait
+	IF NOT a2_notify_wait(30000) THEN
+		RAISE EXCEPTION 'the a2 notifier did not catch up within 30 s';
+	END IF;
 	PERFORM * FROM dblink('rn_listener', 'SELECT 1') AS t(x integer);
 	PERFORM * FROM dblink('rn_listener', 'SELECT 1') AS t(x integer);
 	INSERT INTO rn_seen SELECT step, n.extra FROM dblink_get_notify('rn_listener') n

@@ -1,0 +1,11 @@
+/**
+ * a2-client: the A2Store of experimental-a2 over the a2 PostgreSQL
+ * extension. `a2Store({ connectionString })` replaces store-postgres's
+ * `postgres({ connectionString })`.
+ */
+
+export { a2Store, type A2PostgresStore, type A2StoreOptions, type A2Transaction } from './store.js'
+export { A2Error, type A2ErrorCode } from './errors.js'
+export type { PostgresClient, PostgresConnection, PostgresQueryResult } from './client.js'
+export type { A2Operations } from './operations.js'
+export type * from './types.js'

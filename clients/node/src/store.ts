@@ -1,0 +1,203 @@
+/**
+ * a2Store(options): the A2Store of experimental-a2 over the a2 extension.
+ *
+ * Construction does no I/O. The first call creates the client: the
+ * injected `client`, or a `pg` Pool for `connectionString` (imported
+ * lazily; `pg` is a peer dependency). Unlike store-postgres it never runs
+ * DDL: the schema is the extension's (`CREATE EXTENSION a2`).
+ */
+
+import { Statements, type PostgresClient, type PostgresConnection, type Queryable } from './client.js'
+import { parseResult, toStored } from './codec.js'
+import { A2Error, toA2Error } from './errors.js'
+import { operations, type A2Operations } from './operations.js'
+import { DEFAULT_PAGE_SIZE, DEFAULT_POLL_INTERVAL_MS, Listener } from './stream.js'
+import type { A2Store, Clock, IdSource, StoredEvent } from './types.js'
+
+const LISTENER = Symbol('a2-client.listener')
+
+export type A2StoreOptions = {
+  /** Creates a `pg` Pool lazily (requires the peer dependency `pg`). */
+  connectionString?: string | undefined
+  /** Bring your own client: a `pg` Pool, or anything of the PostgresClient shape. */
+  client?: PostgresClient | undefined
+  /**
+   * Injectable clock. When given, every call sends its reading as
+   * `a2.now` in the same statement; when absent the server's clock is used.
+   */
+  clock?: Clock | undefined
+  /** Fills the id of every appended event that has none, before the call. */
+  ids?: IdSource | undefined
+  /** The schema the extension is installed in, when it is not on search_path. */
+  schema?: string | undefined
+  /** stream(): LISTEN for notifications (default true); false polls only. */
+  listen?: boolean | undefined
+  /** stream(): re-read a waiting stream after this long without news (default 1000 ms). */
+  pollIntervalMs?: number | undefined
+  /** stream(): events per catch-up read (default 500). */
+  pageSize?: number | undefined
+}
+
+/** What a `store.transaction` callback gets: the store's calls on one connection, and `query`. */
+export type A2Transaction = A2Operations & {
+  /** Your own SQL, in the same transaction (errors are pg's, not mapped). */
+  query(text: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>
+}
+
+export type A2PostgresStore = A2Store & {
+  /**
+   * Runs `fn` in one transaction on one connection: BEGIN, fn(tx), COMMIT.
+   * A throw rolls everything back (the handler's writes and the a2 calls)
+   * and is rethrown.
+   */
+  transaction<T>(fn: (tx: A2Transaction) => Promise<T>): Promise<T>
+  /** Ends every stream, the listener, and the client (when it has `end`). */
+  close(): Promise<void>
+}
+
+/** Lazy, and retried after a failure (a missing `pg` can be installed). */
+const lazy = <T>(make: () => Promise<T>): { get: () => Promise<T>; peek: () => Promise<T> | null } => {
+  let current: Promise<T> | null = null
+  return {
+    get() {
+      if (!current) {
+        current = make()
+        current.catch(() => {
+          current = null
+        })
+      }
+      return current
+    },
+    peek: () => current,
+  }
+}
+
+export function a2Store(options: A2StoreOptions = {}): A2PostgresStore {
+  if (!options.client && !options.connectionString) {
+    throw new TypeError('a2Store() needs a connectionString or an injected client')
+  }
+  const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS
+  const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE
+  if (!(pollIntervalMs > 0)) throw new TypeError('pollIntervalMs must be a positive number')
+  if (!Number.isInteger(pageSize) || pageSize < 1) throw new TypeError('pageSize must be a positive integer')
+
+  const connection = lazy(async (): Promise<PostgresClient> => {
+    if (options.client) return options.client
+    const pg = await import('pg').catch((err: unknown) => {
+      throw new A2Error(
+        'STORE_NOT_CONFIGURED',
+        "a2Store with a connectionString needs the 'pg' package (a peer dependency): install it, or inject a client",
+        { cause: err },
+      )
+    })
+    const pool = new pg.default.Pool({ connectionString: options.connectionString })
+    // An idle connection's error (a restarted server) must not crash the app.
+    pool.on('error', () => {})
+    return pool as unknown as PostgresClient
+  })
+  const client = (): Promise<PostgresClient> =>
+    connection.get().catch((err: unknown) => {
+      throw toA2Error(err)
+    })
+
+  const sql = new Statements(options.schema)
+  const ctx = { sql, clock: options.clock, ids: options.ids }
+  const ops = operations(ctx, client)
+
+  const readPage = async (sessionId: string, afterIndex: number, limit: number): Promise<StoredEvent[]> => {
+    try {
+      const c = await client()
+      const { rows } = await c.query(
+        `SELECT ${sql.fn('a2_read')}($1::text, $2::bigint, NULL, $3::integer) AS r`,
+        [sessionId, afterIndex, limit],
+      )
+      return (parseResult(rows[0]?.['r']) as unknown[]).map(toStored)
+    } catch (err) {
+      throw toA2Error(err)
+    }
+  }
+  const listener = new Listener(client, readPage, {
+    listen: options.listen ?? true,
+    pollIntervalMs,
+    pageSize,
+  })
+
+  // A client without connect() (one connection) runs transactions one at a time.
+  let mutex: Promise<unknown> = Promise.resolve()
+
+  const transaction = async <T>(fn: (tx: A2Transaction) => Promise<T>): Promise<T> => {
+    const c = await client()
+    // Set when ROLLBACK itself failed: that connection must not be reused.
+    let broken: Error | undefined
+    const rollback = (q: Queryable): Promise<unknown> =>
+      q.query('ROLLBACK').catch((err: Error) => (broken = err))
+    const body = async (q: Queryable): Promise<T> => {
+      try {
+        await q.query('BEGIN')
+      } catch (err) {
+        throw toA2Error(err)
+      }
+      const tx: A2Transaction = {
+        ...operations(ctx, async () => q),
+        query: (text, values) => q.query(text, values),
+      }
+      let result: T
+      try {
+        result = await fn(tx)
+      } catch (err) {
+        await rollback(q)
+        throw err
+      }
+      try {
+        await q.query('COMMIT')
+      } catch (err) {
+        await rollback(q)
+        throw toA2Error(err)
+      }
+      return result
+    }
+    if (typeof c.connect === 'function') {
+      let conn: PostgresConnection
+      try {
+        conn = await c.connect()
+      } catch (err) {
+        throw toA2Error(err)
+      }
+      try {
+        return await body(conn)
+      } finally {
+        conn.release(broken)
+      }
+    }
+    const run = mutex.then(() => body(c))
+    mutex = run.catch(() => {})
+    return run
+  }
+
+  let closed = false
+  const store: A2PostgresStore = {
+    ...ops,
+
+    stream(sessionId, streamOptions) {
+      return listener.open(sessionId, streamOptions?.startAfter ?? 0)
+    },
+
+    transaction,
+
+    async close() {
+      if (closed) return
+      closed = true
+      await listener.close()
+      const current = connection.peek()
+      if (!current) return
+      const c = await current.catch(() => null)
+      await c?.end?.()
+    },
+  }
+  Object.defineProperty(store, LISTENER, { value: listener })
+  return store
+}
+
+/** For tests and monitoring: the listener behind a store's streams. */
+export const listenerOf = (store: A2PostgresStore): Listener | undefined =>
+  (store as unknown as { [LISTENER]?: Listener })[LISTENER]

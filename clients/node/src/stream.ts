@@ -1,0 +1,384 @@
+/**
+ * store.stream(): live feeds of sessions over one shared LISTEN.
+ *
+ * One `Listener` per store holds a dedicated connection (checked out with
+ * `client.connect()`) that runs `LISTEN a2_events` while at least one
+ * stream is open. A notification `{sessionId, index}` marks the streams of
+ * that session "dirty"; a dirty stream whose consumer is waiting reads the
+ * rest with `a2_read(session, last, NULL, pageSize)` through the ordinary
+ * client (never on the listening connection).
+ *
+ * No gaps: a stream's first read waits until the LISTEN is active (or has
+ * failed), and every time a LISTEN becomes active (first start and every
+ * reconnect) every open stream is marked dirty and catches up. An event
+ * committed before the LISTEN is therefore found by that catch-up, and
+ * one committed after it is announced. A read that was already running
+ * when a stream was marked again is followed by another read (a mark
+ * counter, not a flag, decides).
+ *
+ * Each once, in order: a stream remembers the greatest index it delivered
+ * and asks only for events after it.
+ *
+ * Without notifications (no `connect()`, `listen: false`, a pooler in
+ * front, `a2.notify = off`, or while the listener reconnects) a waiting
+ * stream re-reads its session every `pollIntervalMs` (default 1000 ms)
+ * with no notification in between; that poll runs always, so a lost
+ * notification delays an event by at most that interval.
+ *
+ * Errors: a STORE_UNAVAILABLE read is retried after `pollIntervalMs`
+ * (capped at 1 s); any other error (bad input) ends the stream and is
+ * thrown from `next()`. `return()` ends one stream, `close()` all.
+ */
+
+import type { PostgresClient } from './client.js'
+import { isUnavailable, toA2Error } from './errors.js'
+import type { StoredEvent } from './types.js'
+
+export const DEFAULT_POLL_INTERVAL_MS = 1000
+export const DEFAULT_PAGE_SIZE = 500
+const RECONNECT_MIN_MS = 50
+const RECONNECT_MAX_MS = 2000
+
+export type ReadPage = (
+  sessionId: string,
+  afterIndex: number,
+  limit: number,
+) => Promise<StoredEvent[]>
+
+export type StreamSettings = {
+  listen: boolean
+  pollIntervalMs: number
+  pageSize: number
+}
+
+/** The parts of a pg connection a LISTEN needs (a pg PoolClient has them). */
+type ListenConnection = {
+  query(text: string): Promise<unknown>
+  release(err?: Error | boolean): void
+  on(event: 'notification', fn: (msg: { channel: string; payload?: string }) => void): unknown
+  on(event: 'error' | 'end', fn: (err?: Error) => void): unknown
+  removeListener?(event: string, fn: (...args: never[]) => void): unknown
+}
+
+const canListen = (c: unknown): c is ListenConnection =>
+  typeof (c as { on?: unknown }).on === 'function'
+
+const ignore = (): void => {}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+export class Listener {
+  readonly #client: () => Promise<PostgresClient>
+  readonly #read: ReadPage
+  readonly settings: StreamSettings
+  readonly #streams = new Map<string, Set<SessionStream>>()
+  #conn: ListenConnection | null = null
+  #running = false
+  #stopped: Promise<void> = Promise.resolve()
+  #ready: Promise<void> | null = null
+  #wake: (() => void) | null = null
+  #closed = false
+  /** How many LISTENs became active (tests watch reconnects with it). */
+  listens = 0
+  /** The backend pid of the listening connection, when there is one. */
+  backendPid: number | null = null
+
+  constructor(client: () => Promise<PostgresClient>, read: ReadPage, settings: StreamSettings) {
+    this.#client = client
+    this.#read = read
+    this.settings = settings
+  }
+
+  get listening(): boolean {
+    return this.#conn !== null
+  }
+
+  open(sessionId: string, startAfter: number): SessionStream {
+    if (this.#closed) throw toA2Error(new Error('store is closed'))
+    const s = new SessionStream(this, sessionId, startAfter, this.#read)
+    let set = this.#streams.get(sessionId)
+    if (!set) {
+      set = new Set()
+      this.#streams.set(sessionId, set)
+    }
+    set.add(s)
+    if (this.settings.listen && !this.#running) this.#run()
+    return s
+  }
+
+  /** Resolves once a LISTEN is active, or listening has failed or is off. */
+  ready(): Promise<void> {
+    return this.#ready ?? Promise.resolve()
+  }
+
+  drop(s: SessionStream): void {
+    const set = this.#streams.get(s.sessionId)
+    if (!set) return
+    set.delete(s)
+    if (set.size === 0) this.#streams.delete(s.sessionId)
+    if (this.#streams.size === 0) this.#wake?.()
+  }
+
+  /** Ends every stream and waits until the listening connection is released. */
+  async close(): Promise<void> {
+    this.#closed = true
+    for (const set of [...this.#streams.values()]) for (const s of [...set]) s.end()
+    this.#wake?.()
+    await this.#stopped
+  }
+
+  #all(): SessionStream[] {
+    return [...this.#streams.values()].flatMap((set) => [...set])
+  }
+
+  // The listener's life: connect, LISTEN, mark everyone, wait for the
+  // connection to fail or for the last stream to go; then again.
+  #run(): void {
+    this.#running = true
+    let settle!: () => void
+    this.#ready = new Promise((r) => (settle = r))
+    this.#stopped = (async () => {
+      let backoff = RECONNECT_MIN_MS
+      while (!this.#closed && this.#streams.size > 0) {
+        let lost: Error | undefined
+        const conn = await this.#connect().catch(() => null)
+        if (conn === null) {
+          // No LISTEN possible now: streams poll meanwhile.
+          settle()
+          if (this.#closed || this.#streams.size === 0) break
+          await sleep(backoff)
+          backoff = Math.min(backoff * 2, RECONNECT_MAX_MS)
+          continue
+        }
+        let onError!: (err?: Error) => void
+        let onEnd!: () => void
+        const onNotification = (msg: { channel: string; payload?: string }): void =>
+          this.#notify(msg.channel, msg.payload)
+        const gone = new Promise<void>((resolve) => {
+          this.#wake = resolve
+          onError = (err) => {
+            lost = err ?? new Error('listener connection lost')
+            resolve()
+          }
+          onEnd = () => {
+            lost ??= new Error('listener connection ended')
+            resolve()
+          }
+        })
+        conn.on('error', onError)
+        conn.on('end', onEnd)
+        conn.on('notification', onNotification)
+        try {
+          await conn.query('LISTEN a2_events')
+          const pid = (await conn.query('SELECT pg_catalog.pg_backend_pid() AS pid')) as {
+            rows: { pid: number }[]
+          }
+          this.backendPid = pid.rows[0]?.pid ?? null
+          this.#conn = conn
+          this.listens += 1
+          backoff = RECONNECT_MIN_MS
+          settle()
+          for (const s of this.#all()) s.mark()
+          // The last stream may have gone (or close() come) while we
+          // connected, before there was a #wake to call.
+          if (this.#closed || this.#streams.size === 0) this.#wake?.()
+          await gone
+        } catch (err) {
+          lost = err as Error
+          settle()
+        }
+        this.#conn = null
+        this.backendPid = null
+        this.#wake = null
+        conn.removeListener?.('notification', onNotification)
+        conn.removeListener?.('error', onError)
+        conn.removeListener?.('end', onEnd)
+        conn.removeListener?.('error', ignore)
+        // A broken connection is destroyed, a healthy one returned clean.
+        if (lost === undefined) {
+          await conn.query('UNLISTEN a2_events').catch((err: Error) => (lost = err))
+        }
+        conn.release(lost ?? undefined)
+        if (lost !== undefined && !this.#closed && this.#streams.size > 0) {
+          // Streams poll while we are away; mark them now too.
+          for (const s of this.#all()) s.mark()
+          await sleep(backoff)
+          backoff = Math.min(backoff * 2, RECONNECT_MAX_MS)
+        }
+      }
+      settle()
+      this.#running = false
+      // A stream opened while we were shutting down starts a new life.
+      if (!this.#closed && this.#streams.size > 0) this.#run()
+    })()
+  }
+
+  async #connect(): Promise<ListenConnection | null> {
+    const client = await this.#client()
+    if (typeof client.connect !== 'function') return null
+    const conn = await client.connect()
+    if (!canListen(conn)) {
+      conn.release()
+      return null
+    }
+    // An error event with no handler would crash the process.
+    conn.on('error', ignore)
+    return conn
+  }
+
+  #notify(channel: string, payload: string | undefined): void {
+    if (channel !== 'a2_events' || payload === undefined) return
+    let msg: { sessionId?: unknown; index?: unknown }
+    try {
+      msg = JSON.parse(payload) as typeof msg
+    } catch {
+      return
+    }
+    if (typeof msg.sessionId !== 'string') return
+    const index = Number(msg.index)
+    for (const s of this.#streams.get(msg.sessionId) ?? []) {
+      if (!(index <= s.last)) s.mark()
+    }
+  }
+}
+
+type Waiter = {
+  resolve: (r: IteratorResult<StoredEvent>) => void
+  reject: (err: unknown) => void
+}
+
+export class SessionStream implements AsyncIterableIterator<StoredEvent> {
+  readonly sessionId: string
+  /** The greatest index delivered (or startAfter). */
+  last: number
+  readonly #hub: Listener
+  readonly #read: ReadPage
+  #buffer: StoredEvent[] = []
+  #waiter: Waiter | null = null
+  #done = false
+  #failure: unknown = undefined
+  #marks = 1
+  #clean = 0
+  #reading = false
+  #timer: NodeJS.Timeout | null = null
+
+  constructor(hub: Listener, sessionId: string, startAfter: number, read: ReadPage) {
+    this.#hub = hub
+    this.sessionId = sessionId
+    this.last = startAfter
+    this.#read = read
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this
+  }
+
+  next(): Promise<IteratorResult<StoredEvent>> {
+    const e = this.#buffer.shift()
+    if (e) return Promise.resolve({ done: false, value: e })
+    if (this.#failure !== undefined) {
+      const f = this.#failure
+      this.#failure = undefined
+      return Promise.reject(f)
+    }
+    if (this.#done) return Promise.resolve({ done: true, value: undefined })
+    if (this.#waiter) return Promise.reject(new Error('stream.next() called before the previous one settled'))
+    return new Promise((resolve, reject) => {
+      this.#waiter = { resolve, reject }
+      this.#pump()
+    })
+  }
+
+  async return(): Promise<IteratorResult<StoredEvent>> {
+    this.end()
+    return { done: true, value: undefined }
+  }
+
+  /** Ends the stream: a waiting next() resolves done. */
+  end(): void {
+    if (this.#done) return
+    this.#done = true
+    this.#buffer = []
+    this.#clearTimer()
+    this.#hub.drop(this)
+    const w = this.#waiter
+    this.#waiter = null
+    w?.resolve({ done: true, value: undefined })
+  }
+
+  /** Something may be new: read when the consumer is waiting. */
+  mark(): void {
+    this.#marks += 1
+    this.#pump()
+  }
+
+  #clearTimer(): void {
+    if (this.#timer) clearTimeout(this.#timer)
+    this.#timer = null
+  }
+
+  #arm(ms: number): void {
+    this.#clearTimer()
+    if (!Number.isFinite(ms)) return
+    this.#timer = setTimeout(() => {
+      this.#timer = null
+      this.mark()
+    }, ms)
+  }
+
+  #pump(): void {
+    if (this.#done || this.#reading || !this.#waiter) return
+    if (this.#clean === this.#marks) {
+      this.#arm(this.#hub.settings.pollIntervalMs)
+      return
+    }
+    this.#clearTimer()
+    this.#reading = true
+    const marks = this.#marks
+    void (async () => {
+      let retry = false
+      try {
+        await this.#hub.ready()
+        const page = await this.#read(this.sessionId, this.last, this.#hub.settings.pageSize)
+        if (this.#done) return
+        const fresh = page.filter((e) => e.index > this.last)
+        if (fresh.length > 0) this.last = fresh[fresh.length - 1]!.index
+        // A full page may have more behind it: stay dirty.
+        if (page.length < this.#hub.settings.pageSize) this.#clean = marks
+        this.#buffer.push(...fresh)
+      } catch (err) {
+        if (this.#done) return
+        if (isUnavailable(err)) {
+          retry = true
+        } else {
+          this.#failure = err
+          this.#done = true
+          this.#hub.drop(this)
+        }
+      } finally {
+        this.#reading = false
+      }
+      this.#deliver()
+      if (retry) this.#arm(Math.min(this.#hub.settings.pollIntervalMs, 1000))
+      else this.#pump()
+    })()
+  }
+
+  #deliver(): void {
+    const w = this.#waiter
+    if (!w) return
+    const e = this.#buffer.shift()
+    if (e) {
+      this.#waiter = null
+      w.resolve({ done: false, value: e })
+    } else if (this.#failure !== undefined) {
+      this.#waiter = null
+      const f = this.#failure
+      this.#failure = undefined
+      w.reject(f)
+    } else if (this.#done) {
+      this.#waiter = null
+      w.resolve({ done: true, value: undefined })
+    }
+  }
+}

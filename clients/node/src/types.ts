@@ -1,0 +1,218 @@
+/**
+ * The A2Store contract of experimental-a2 (store-postgres 0.5.0 plus the
+ * 0.8.0 snapshot changes), defined here because that package is not on
+ * the npm registry. Field names, nullability and value types are the
+ * seed's: Dates for timestamps, numbers for indexes and counts.
+ */
+
+/** Where an event came from: attempt `attempt` of the event at `index`. */
+export type EventCause = {
+  index: number
+  attempt: number
+  /** How many events that attempt returned, when the producer said so. */
+  batchSize?: number
+}
+
+/** An immutable log entry, as reducers see it. */
+export type Event = {
+  id: string
+  type: string
+  payload: unknown
+  index: number
+  sessionId: string
+  createdAt: Date
+}
+
+/** A log entry with its dispatch bookkeeping. */
+export type StoredEvent = Event & {
+  cause: EventCause | null
+  lane: string | null
+  processedAt: Date | null
+  processedByAttempt: number | null
+  returnedEventIds: string[] | null
+  firstClaimedAt: Date | null
+  lastClaimedAt: Date | null
+  attemptCount: number
+  failureCount: number
+  lastFailedAt: Date | null
+  lastFailedAttempt: number | null
+  lastError: string | null
+  failedAt: Date | null
+  claimHolder: string | null
+  claimExpiresAt: Date | null
+}
+
+/** One event to append. A missing id is generated. */
+export type AppendEvent = {
+  id?: string | undefined
+  type: string
+  payload?: unknown
+  cause?: EventCause | undefined
+  lane?: string | null | undefined
+  /** Store it already processed (an audit record nobody dispatches). */
+  settled?: boolean | undefined
+}
+
+/** One event a handler returns from its attempt: it needs an id. */
+export type ReturnedEvent = {
+  id: string
+  type: string
+  payload?: unknown
+  lane?: string | null | undefined
+  settled?: boolean | undefined
+}
+
+export type StoreAppendResult = {
+  events: StoredEvent[]
+  /** The session had an unprocessed event before, or gained one now. */
+  hasPending: boolean
+}
+
+export type StoreReadOptions = {
+  afterIndex?: number | undefined
+  throughIndex?: number | undefined
+}
+
+export type StoreClaimOptions = {
+  sessionId: string
+  holder: string
+  ttlMs: number
+  /** Replaces `now + ttlMs` as the lease expiry (epoch milliseconds). */
+  expiresAtMs?: number | undefined
+  excludeIndexes?: readonly number[] | undefined
+}
+
+/** The result of atomically claiming every currently eligible event. */
+export type StoreClaimAvailableResult =
+  | { outcome: 'claimed'; events: StoredEvent[] }
+  | { outcome: 'busy'; retryAt: Date }
+  | { outcome: 'settled' }
+
+export type StoreRenewOptions = {
+  sessionId: string
+  holder: string
+  claims: readonly { index: number; attempt: number }[]
+  ttlMs: number
+  expiresAtMs?: number | undefined
+}
+
+export type StoreRenewResult = { renewed: number[]; superseded: number[] }
+
+export type StoreCompleteOptions = {
+  sessionId: string
+  index: number
+  attempt: number
+  events: readonly ReturnedEvent[]
+}
+
+export type StoreCompleteResult =
+  | { outcome: 'completed'; events: StoredEvent[] }
+  | { outcome: 'superseded' }
+
+export type StoreFailOptions = {
+  sessionId: string
+  index: number
+  attempt: number
+  error: string | null
+  maxFailures: number
+}
+
+export type StoreFailResult = {
+  outcome: 'failed' | 'dead_lettered' | 'superseded'
+  failureCount: number
+}
+
+/** One consistent cache-plus-tail read for a reducer fold. */
+export type StoreStateRead = {
+  /** The current head checkpoint, even when an older historical snapshot is selected. */
+  headIndex: number | null
+  /** The greatest cached fold at or before the requested snapshot frontier. */
+  snapshot: { index: number; state: unknown } | null
+  /** Immutable events strictly after `snapshot.index`, or the full log on a miss. */
+  events: Event[]
+}
+
+export type StoreStateReadOptions = {
+  throughIndex?: number | undefined
+  snapshotThroughIndex?: number | undefined
+}
+
+export type StoreStateReadRequest = {
+  sessionId: string
+  throughIndex?: number | undefined
+  snapshotThroughIndex?: number | undefined
+}
+
+export type StoreSnapshotWrite = {
+  index: number
+  state: unknown
+  /** Unfinished trigger events that durably retain this exact checkpoint. */
+  pinEventIndexes?: readonly number[] | undefined
+}
+
+/** One live presence value: one participant's one field. */
+export type PresenceRow = {
+  participant: string
+  field: string
+  value: unknown
+  seen: number
+  at: Date
+  expiresAt: Date
+}
+
+export type PresenceMeta = {
+  /** The sender's time: orders writes (last writer wins). */
+  at: Date
+  seen: number
+  /** Lifetime, from the store's clock. */
+  ttlMs: number
+}
+
+export type StreamOptions = {
+  /** Deliver events with an index greater than this (default 0: all). */
+  startAfter?: number | undefined
+}
+
+/** The injectable clock. */
+export type Clock = { now(): Date }
+
+/** The injectable id source for events appended without an id. */
+export type IdSource = () => string
+
+/** The store contract. */
+export interface A2Store {
+  append(
+    sessionId: string,
+    events: readonly AppendEvent[],
+  ): Promise<StoreAppendResult>
+  read(sessionId: string, options?: StoreReadOptions): Promise<StoredEvent[]>
+  claimAvailable(options: StoreClaimOptions): Promise<StoreClaimAvailableResult>
+  renewClaims(options: StoreRenewOptions): Promise<StoreRenewResult>
+  completeAttempt(options: StoreCompleteOptions): Promise<StoreCompleteResult>
+  failAttempt(options: StoreFailOptions): Promise<StoreFailResult>
+  readState(
+    sessionId: string,
+    reducerName: string,
+    options?: StoreStateReadOptions,
+  ): Promise<StoreStateRead>
+  readStates(
+    requests: readonly StoreStateReadRequest[],
+    reducerName: string,
+  ): Promise<StoreStateRead[]>
+  putSnapshots(
+    sessionId: string,
+    reducerName: string,
+    snapshots: readonly StoreSnapshotWrite[],
+  ): Promise<void>
+  presence: {
+    set(
+      ns: string,
+      participant: string,
+      values: Record<string, unknown>,
+      meta: PresenceMeta,
+    ): Promise<void>
+    read(ns: string): Promise<PresenceRow[]>
+  }
+  /** A live feed of one session's events after `startAfter`, in index order, each once. */
+  stream(sessionId: string, options?: StreamOptions): AsyncIterableIterator<StoredEvent>
+}
