@@ -125,30 +125,37 @@ twopc() {
 out=$(twopc off) || true
 if grep -q 'PREPARE TRANSACTION' <<<"$out" &&
 	[[ $(q -c "SELECT count(*) FROM a2_events WHERE session_id IN ('$two', '$too')") == 2 ]]; then
-	pass "2pc (a2.notify = off): appends to sessions on both workers commit together with two-phase commit"
+	pass "2pc (coordinator-run, a2.notify = off): appends to sessions on both workers commit together with two-phase commit"
 else
 	printf '%s\n' "$out"
-	fail "2pc (a2.notify = off)"
+	fail "2pc (coordinator-run, a2.notify = off)"
 fi
 out=$(twopc on) || true
 if [[ $(q -c "SELECT count(*) FROM a2_events WHERE session_id IN ('$two', '$too')") == 4 ]]; then
-	pass "2pc (a2.notify = on): commits"
+	pass "2pc (coordinator-run, a2.notify = on): commits (the NOTIFY is the coordinator's, which does not prepare)"
 elif grep -q 'cannot PREPARE a transaction that has executed LISTEN, UNLISTEN, or NOTIFY' <<<"$out"; then
-	fail "2pc (a2.notify = on): PREPARE refused because the append ran NOTIFY (needs the background notifier)"
+	fail "2pc (coordinator-run, a2.notify = on): PREPARE refused because the append ran NOTIFY"
 else
 	printf '%s\n' "$out"
-	fail "2pc (a2.notify = on)"
+	fail "2pc (coordinator-run, a2.notify = on)"
 fi
 
 # delegated calls in one transaction block, on both workers: each worker
-# runs its a2 call (and its NOTIFY) inside a transaction Citus prepares
+# runs its a2 call inside a transaction Citus prepares, and its notifier
+# announces the session at COMMIT PREPARED
+announced() { q -p "$1" -c 'SELECT a2_notify_wait() AND true' -c 'SELECT announced FROM a2_notify_status()' | tail -1; }
+before1=$(announced "$w1")
+before2=$(announced "$w2")
 out=$(psql -X -v ON_ERROR_STOP=1 -At -c 'SET citus.log_remote_commands = on' \
 	-c "BEGIN" \
 	-c "SELECT a2_append('$two', '[{\"type\": \"d\"}]')" \
 	-c "SELECT a2_append('$too', '[{\"type\": \"d\"}]')" \
 	-c "COMMIT" 2>&1) || true
-if [[ $(q -c "SELECT count(*) FROM a2_events WHERE session_id IN ('$two', '$too') AND event_type = 'd'") == 2 ]]; then
-	pass "2pc (delegated, a2.notify = on): one transaction block delegating to both workers commits"
+after1=$(announced "$w1")
+after2=$(announced "$w2")
+if [[ $(q -c "SELECT count(*) FROM a2_events WHERE session_id IN ('$two', '$too') AND event_type = 'd'") == 2 ]] &&
+	((after1 > before1 && after2 > before2)); then
+	pass "2pc (delegated, a2.notify = on): one transaction block delegating to both workers commits; each worker's notifier announced it"
 else
 	printf '%s\n' "$out" | grep -v '^DETAIL\|^NOTICE' | head -20
 	fail "2pc (delegated, a2.notify = on): $(grep -o 'cannot PREPARE[^"]*' <<<"$out" | head -1)"
