@@ -132,7 +132,7 @@ else
 fi
 out=$(twopc on) || true
 if [[ $(q -c "SELECT count(*) FROM a2_events WHERE session_id IN ('$two', '$too')") == 4 ]]; then
-	pass "2pc (coordinator-run, a2.notify = on): commits (the NOTIFY is the coordinator's, which does not prepare)"
+	pass "2pc (coordinator-run, a2.notify = on): commits (a2 ran on the coordinator, which commits without preparing)"
 elif grep -q 'cannot PREPARE a transaction that has executed LISTEN, UNLISTEN, or NOTIFY' <<<"$out"; then
 	fail "2pc (coordinator-run, a2.notify = on): PREPARE refused because the append ran NOTIFY"
 else
