@@ -47,9 +47,12 @@ static A2Statement session_pending = {
  * The high-water mark of a dropped session (src/retire.c), read only when
  * the session has no event rows (COALESCE stops at its first non-null
  * argument), so indexes continue after a drop and are never reused.  A
- * SECURITY DEFINER function: appenders need no grant on the table.
+ * SECURITY DEFINER function: appenders need no grant on the table.  The
+ * NO_MARK variants serve a 0.1.0 install running this library before its
+ * ALTER EXTENSION UPDATE (no sessions can have been dropped there).
  */
 #define RETIRED_MARK "@extschema@.a2_retired_last_index($1)"
+#define NO_MARK "NULL"
 
 /*
  * One statement: read the session's greatest index (and, when $10 asks,
@@ -61,11 +64,11 @@ static A2Statement session_pending = {
  * so a concurrent append of the same id becomes Z2001; a batch whose ids
  * were all generated here (random UUIDs) skips the speculative insertion.
  */
-#define INSERT_BATCH_SQL(on_conflict) \
+#define INSERT_BATCH_SQL(on_conflict, mark) \
 	"WITH st AS MATERIALIZED (" \
 	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e" \
 	"                    WHERE e.session_id = $1 ORDER BY e.idx DESC LIMIT 1)," \
-	"                  " RETIRED_MARK ", 0) AS base," \
+	"                  " mark ", 0) AS base," \
 	"         CASE WHEN $10 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events e" \
 	"                  WHERE e.session_id = $1 AND e.processed_at IS NULL) END AS pending" \
 	"), ins AS (" \
@@ -89,12 +92,14 @@ static A2Statement session_pending = {
 	.nargs = 10, .argtypes = {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
 	JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID, BOOLOID}
 
-static A2Statement insert_batch = {
-	.sql = INSERT_BATCH_SQL("  ON CONFLICT (event_id) DO NOTHING"), INSERT_BATCH_ARGS
+static A2Statement insert_batch[2] = {
+	{.sql = INSERT_BATCH_SQL("  ON CONFLICT (event_id) DO NOTHING", NO_MARK), INSERT_BATCH_ARGS},
+	{.sql = INSERT_BATCH_SQL("  ON CONFLICT (event_id) DO NOTHING", RETIRED_MARK), INSERT_BATCH_ARGS}
 };
 
-static A2Statement insert_generated = {
-	.sql = INSERT_BATCH_SQL(""), INSERT_BATCH_ARGS
+static A2Statement insert_generated[2] = {
+	{.sql = INSERT_BATCH_SQL("", NO_MARK), INSERT_BATCH_ARGS},
+	{.sql = INSERT_BATCH_SQL("", RETIRED_MARK), INSERT_BATCH_ARGS}
 };
 
 /*
@@ -102,14 +107,14 @@ static A2Statement insert_generated = {
  * scan, no CTEs, a fifth cheaper to start up.  RETURNING's subquery sees
  * the statement's snapshot, i.e. the log before this row.
  */
-#define INSERT_ONE_SQL(on_conflict) \
+#define INSERT_ONE_SQL(on_conflict, mark) \
 	"INSERT INTO @extschema@.a2_events AS e" \
 	"  (session_id, idx, event_type, payload, event_id, created_at," \
 	"   cause, lane, lane_ready, processed_at)" \
 	" VALUES ($1," \
 	"   COALESCE((SELECT x.idx FROM @extschema@.a2_events x" \
 	"              WHERE x.session_id = $1 ORDER BY x.idx DESC LIMIT 1)," \
-	"            " RETIRED_MARK ", 0) + 1," \
+	"            " mark ", 0) + 1," \
 	"   $3, $4, $5, $2, $6, $7," \
 	"   $7 IS NULL OR NOT EXISTS (SELECT 1 FROM @extschema@.a2_events p" \
 	"              WHERE p.session_id = $1 AND p.lane = $7 AND p.processed_at IS NULL)," \
@@ -122,13 +127,22 @@ static A2Statement insert_generated = {
 	.nargs = 9, .argtypes = {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID, \
 	BOOLOID, BOOLOID}
 
-static A2Statement insert_one = {
-	.sql = INSERT_ONE_SQL(" ON CONFLICT (event_id) DO NOTHING"), INSERT_ONE_ARGS
+static A2Statement insert_one[2] = {
+	{.sql = INSERT_ONE_SQL(" ON CONFLICT (event_id) DO NOTHING", NO_MARK), INSERT_ONE_ARGS},
+	{.sql = INSERT_ONE_SQL(" ON CONFLICT (event_id) DO NOTHING", RETIRED_MARK), INSERT_ONE_ARGS}
 };
 
-static A2Statement insert_one_generated = {
-	.sql = INSERT_ONE_SQL(""), INSERT_ONE_ARGS
+static A2Statement insert_one_generated[2] = {
+	{.sql = INSERT_ONE_SQL("", NO_MARK), INSERT_ONE_ARGS},
+	{.sql = INSERT_ONE_SQL("", RETIRED_MARK), INSERT_ONE_ARGS}
 };
+
+/* 1 when the installed SQL has the high-water marks (0.2.0 and later) */
+static int
+mark_variant(void)
+{
+	return OidIsValid(a2_relid("a2_retired_sessions")) ? 1 : 0;
+}
 
 /* the first batch id stored by someone else (not by the insert just run) */
 static A2Statement find_existing_id = {
@@ -337,7 +351,8 @@ insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 	values[7] = BoolGetDatum(ev->settled);
 	values[8] = BoolGetDatum(need_pending);
 
-	out->inserted = a2_exec_latest(generated ? &insert_one_generated : &insert_one,
+	out->inserted = a2_exec_latest(generated ? &insert_one_generated[mark_variant()]
+								   : &insert_one[mark_variant()],
 								   values, nulls, SPI_OK_INSERT_RETURNING);
 	/* nothing of ours was written when the id was taken */
 	out->base = out->inserted ? a2_col_int64(0, 1) - 1 : PG_INT64_MAX;
@@ -378,7 +393,8 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 	values[7] = a2_bool_array(blocked, count);
 	values[8] = a2_bool_array(settled, count);
 	values[9] = BoolGetDatum(need_pending);
-	a2_exec_latest(generated ? &insert_generated : &insert_batch,
+	a2_exec_latest(generated ? &insert_generated[mark_variant()]
+				   : &insert_batch[mark_variant()],
 				   values, NULL, SPI_OK_SELECT);
 	out->base = a2_col_int64(0, 1);
 	out->pending = a2_col_bool(0, 2);
