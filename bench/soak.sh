@@ -4,11 +4,11 @@
 # for A2_CHURN_SECONDS on A2_CHURN_SESSIONS sessions, in two databases of one
 # cluster at the same time, so both see the same machine:
 #
-#   <db>_defaults   a2_events as installed: autovacuum at the server
-#                   defaults (the install script sets no storage parameter)
-#   <db>_tuned      a2_events with the storage parameters A2_CHURN_TUNED
-#                   (default: the ones README "Bloat and autovacuum"
-#                   suggests for big, busy tables)
+#   <db>_defaults   a2_events with autovacuum at the server defaults (the
+#                   storage parameters the install script sets are RESET)
+#   <db>_tuned      a2_events as installed, with the storage parameters
+#                   A2_CHURN_TUNED set on top (default: the ones the
+#                   install script sets, i.e. a2_events as shipped)
 #
 # Every A2_CHURN_INTERVAL seconds it samples, per database: table and index
 # sizes, live and dead rows, autovacuum runs, and the cycles completed in
@@ -19,6 +19,8 @@
 #
 # Settings (environment): A2_CHURN_SECONDS (600), A2_CHURN_SESSIONS (300),
 # A2_CHURN_INTERVAL (60), A2_CHURN_CLIENTS (1 per database), A2_CHURN_TUNED,
+# A2_CHURN_PREFILL (0; N: start every session with N processed events, so
+# the table has a history and autovacuum's scale factor counts),
 # A2_BENCH_DB (a2soak), A2_CHURN_OUT (output directory, default
 # /tmp/a2-soak), and the cluster of bench/lib.sh (A2_PGDATA, A2_PGPORT).
 # (Not A2_SOAK_SECONDS: that one lengthens test/suites/20-stress.sh.)
@@ -32,6 +34,8 @@ seconds=${A2_CHURN_SECONDS:-600}
 sessions=${A2_CHURN_SESSIONS:-300}
 interval=${A2_CHURN_INTERVAL:-60}
 clients=${A2_CHURN_CLIENTS:-1}
+prefill=${A2_CHURN_PREFILL:-0}
+[[ $prefill =~ ^[0-9]+$ ]] || bench_die "A2_CHURN_PREFILL must be a number of events"
 tuned=${A2_CHURN_TUNED:-autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_insert_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.05, autovacuum_vacuum_cost_delay = 1}
 db=${A2_BENCH_DB:-a2soak}
 out=${A2_CHURN_OUT:-/tmp/a2-soak}
@@ -43,14 +47,24 @@ bench_cluster_start
 
 for mode in "${modes[@]}"; do
 	bench_create_db "${db}_$mode"
-	if [[ $mode == tuned ]]; then
+	if [[ $mode == defaults ]]; then
+		bench_psql "${db}_$mode" -c "ALTER TABLE a2_events RESET (autovacuum_vacuum_scale_factor,
+			autovacuum_vacuum_insert_scale_factor, autovacuum_analyze_scale_factor,
+			autovacuum_vacuum_cost_delay)"
+	else
 		bench_psql "${db}_$mode" -c "ALTER TABLE a2_events SET ($tuned)"
 	fi
 	bench_psql "${db}_$mode" -At -c "SELECT coalesce(array_to_string(reloptions, ', '), '(none)')
 		FROM pg_class WHERE oid = 'a2_events'::regclass" >"$out/reloptions_$mode.txt"
-	# one event per session to start with, so every session exists
-	bench_psql "${db}_$mode" -c "SELECT a2_append('soak-' || s, '[{\"type\": \"seed\", \"settled\": true}]')
-		FROM generate_series(1, $sessions) s" >/dev/null
+	if ((prefill > 0)); then
+		# a history: prefill processed events per session, then a clean start
+		bench_psql "${db}_$mode" -c "SELECT bench_prefill('soak-', 1, $sessions, $prefill)" \
+			-c 'VACUUM ANALYZE a2_events' >/dev/null
+	else
+		# one event per session to start with, so every session exists
+		bench_psql "${db}_$mode" -c "SELECT a2_append('soak-' || s, '[{\"type\": \"seed\", \"settled\": true}]')
+			FROM generate_series(1, $sessions) s" >/dev/null
+	fi
 done
 
 # One sample line: elapsed s, cycles so far (each completes one job and
