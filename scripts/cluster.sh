@@ -74,18 +74,6 @@ sockpath=$sockdir/.s.PGSQL.$A2_PGPORT
 ((${#sockpath} <= 107)) ||
 	a2_die "socket path $sockpath is longer than 107 bytes; use a shorter A2_PGDATA"
 
-# Run a command as the postgres OS user, from a directory it can read.
-as_postgres() {
-	if [[ $EUID -eq 0 ]]; then
-		(cd / && runuser -u postgres -- "$@")
-	elif [[ $(id -un) == postgres ]]; then
-		(cd / && "$@")
-	elif command -v sudo >/dev/null 2>&1; then
-		(cd / && sudo -u postgres -- "$@")
-	else
-		a2_die "need root, the postgres user, or sudo to run: $*"
-	fi
-}
 
 # Processes whose working directory is the data directory: the postmaster
 # and its children all chdir there.  Needs root (or postgres) to read

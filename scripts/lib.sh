@@ -51,6 +51,20 @@ a2_as_root() {
 	fi
 }
 
+# Run a command as the postgres OS user (PostgreSQL and pgbouncer refuse to
+# run as root), from a directory it can read.
+as_postgres() {
+	if [[ $EUID -eq 0 ]]; then
+		(cd / && runuser -u postgres -- "$@")
+	elif [[ $(id -un) == postgres ]]; then
+		(cd / && "$@")
+	elif command -v sudo >/dev/null 2>&1; then
+		(cd / && sudo -u postgres -- "$@")
+	else
+		a2_die "need root, the postgres user, or sudo to run: $*"
+	fi
+}
+
 # Locate pg_config for PostgreSQL 15.  Honours $PG_CONFIG; otherwise prefers
 # the version-specific binary, because Debian's /usr/bin/pg_config follows
 # whichever server-dev package is newest.  Sets PG_CONFIG and PGBIN.

@@ -59,17 +59,6 @@ users=$dir/userlist.txt
 pidfile=$dir/pgbouncer.pid
 logfile=$dir/pgbouncer.log
 
-as_postgres() {
-	if [[ $EUID -eq 0 ]]; then
-		(cd / && runuser -u postgres -- "$@")
-	elif [[ $(id -un) == postgres ]]; then
-		(cd / && "$@")
-	elif command -v sudo >/dev/null 2>&1; then
-		(cd / && sudo -u postgres -- "$@")
-	else
-		a2_die "need root, the postgres user, or sudo to run: $*"
-	fi
-}
 
 # The pid in the pid file, if that process is alive and is a pgbouncer.
 live_pid() {

@@ -41,15 +41,6 @@ sockdir=$base/sock
 nodes=(coord w1 w2)
 marker=a2-citus.conf
 
-as_postgres() {
-	if [[ $EUID -eq 0 ]]; then
-		(cd / && runuser -u postgres -- "$@")
-	elif [[ $(id -un) == postgres ]]; then
-		(cd / && "$@")
-	else
-		(cd / && sudo -u postgres -- "$@")
-	fi
-}
 
 node_port() {
 	local i
