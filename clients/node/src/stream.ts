@@ -85,6 +85,8 @@ export type NodeListenStatus = {
   listening: boolean
   /** How many LISTENs on this node became active. */
   listens: number
+  /** How many a2_events notifications this node delivered. */
+  notifications: number
   backendPid: number | null
 }
 
@@ -104,6 +106,7 @@ type Tap = {
   conn: ListenConnection | null
   backendPid: number | null
   listens: number
+  notifications: number
 }
 
 export class Listener {
@@ -112,7 +115,7 @@ export class Listener {
   readonly #cluster: Cluster | null
   readonly settings: StreamSettings
   readonly #streams = new Map<string, Set<SessionStream>>()
-  readonly #single: Tap = { conn: null, backendPid: null, listens: 0 }
+  readonly #single: Tap = { conn: null, backendPid: null, listens: 0, notifications: 0 }
   #nodes: (Tap & A2Node)[] = []
   #running = false
   #stopped: Promise<void> = Promise.resolve()
@@ -157,6 +160,7 @@ export class Listener {
       port: n.port,
       listening: n.conn !== null,
       listens: n.listens,
+      notifications: n.notifications,
       backendPid: n.backendPid,
     }))
   }
@@ -282,7 +286,7 @@ export class Listener {
   // Distributed mode: one LISTEN per node, each with its own reconnects.
   // Ready once every node's first attempt has settled (active or failed).
   async #distributed(nodes: A2Node[], settle: () => void): Promise<void> {
-    this.#nodes = nodes.map((n) => ({ host: n.host, port: n.port, conn: null, backendPid: null, listens: 0 }))
+    this.#nodes = nodes.map((n) => ({ host: n.host, port: n.port, conn: null, backendPid: null, listens: 0, notifications: 0 }))
     let unsettled = this.#nodes.length
     if (unsettled === 0) settle()
     await Promise.all(
@@ -361,8 +365,10 @@ export class Listener {
     let onError!: (err?: Error) => void
     let onEnd!: () => void
     let wake!: () => void
-    const onNotification = (msg: { channel: string; payload?: string }): void =>
+    const onNotification = (msg: { channel: string; payload?: string }): void => {
+      if (msg.channel === 'a2_events') tap.notifications += 1
       this.#notify(msg.channel, msg.payload)
+    }
     const gone = new Promise<void>((resolve) => {
       wake = resolve
       onError = (err) => {

@@ -147,6 +147,7 @@ describe('stream, distributed mode', () => {
       const i2 = await appendQuietly(s1)
       await announceOn(W1, s1, i2)
       assert.deepEqual((await next1).map((e) => [e.index, e.type]), [[2, 'q']])
+      assert.deepEqual(listener.nodes.map((x) => x.notifications), [0, 1, 0])
       assert.equal(await notWithin(controlNext, 700), undefined, 'the single-node store heard w1')
 
       // Announced only on w2, for the other session.
@@ -154,12 +155,14 @@ describe('stream, distributed mode', () => {
       await sleep(50)
       await announceOn(W2, s2, await appendQuietly(s2))
       assert.deepEqual((await next2).map((e) => [e.sessionId, e.index]), [[s2, 1]])
+      assert.deepEqual(listener.nodes.map((x) => x.notifications), [0, 1, 1])
 
       // An ordinary append, announced by a2 on the store's own database.
       const next3 = within(take(it1, 1), 5000, 's1: announced on coord')
       await sleep(50)
       await writerStore.append(s1, [{ type: 'c' }])
       assert.deepEqual((await next3).map((e) => [e.index, e.type]), [[3, 'c']])
+      assert.deepEqual(listener.nodes.map((x) => x.notifications), [1, 1, 1])
       assert.equal(listener.listens, 3)
     } finally {
       await store.close()
