@@ -127,8 +127,8 @@ export class Listener {
   listens = 0
   /**
    * Whether the last listener start found a2 distributed (a2_is_distributed());
-   * null before the first detection, or when the store cannot connect to
-   * nodes (then it is never asked).
+   * null before the first detection. False too when the store has no way
+   * to connect to other nodes (then the server is not asked).
    */
   distributed: boolean | null = null
 
@@ -264,7 +264,8 @@ export class Listener {
         }
         detected = true
         this.distributed = nodes !== null
-        if (nodes !== null) {
+        // An empty list (no active primary node) keeps this LISTEN.
+        if (nodes !== null && nodes.length > 0) {
           conn.removeListener?.('error', ignore)
           conn.release()
           await this.#distributed(nodes, settle)

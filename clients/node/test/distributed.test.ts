@@ -59,6 +59,8 @@ before(async () => {
     ...fakeSchema('fake', `VALUES ('coord', 1), ('w1', 2), ('w2', 3)`),
     // One node at the cluster's real address: the default settings path.
     ...fakeSchema('fake_one', `VALUES ('${host}', ${port})`),
+    // Distributed, but no node listed: the store's own LISTEN stays.
+    ...fakeSchema('fake_none', `SELECT NULL::text, NULL::integer WHERE false`),
     // An a2 0.1.0 install: no a2_is_distributed().
     'CREATE SCHEMA old',
     `CREATE FUNCTION old.a2_read(text, bigint, bigint, integer) RETURNS jsonb
@@ -262,6 +264,26 @@ describe('stream, distributed mode', () => {
       await sleep(50)
       await writerStore.append(s, [{ type: 'x' }])
       assert.deepEqual((await live).map((e) => e.index), [1])
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('distributed with no node listed keeps the LISTEN on its own connection (and does not spin)', async () => {
+    const p = pool(DB)
+    const store = a2Store({ client: p, schema: 'fake_none', pollIntervalMs: NO_POLL })
+    try {
+      const s = session()
+      const it = store.stream(s)
+      const listener = listenerOf(store)!
+      await until(() => listener.listening, 5000, 'LISTEN')
+      assert.equal(listener.distributed, true)
+      assert.deepEqual(listener.nodes, [])
+      const live = within(take(it, 1), 5000, 'announced')
+      await sleep(50)
+      await writerStore.append(s, [{ type: 'x' }])
+      assert.deepEqual((await live).map((e) => e.index), [1])
+      assert.equal(listener.listens, 1)
     } finally {
       await store.close()
     }
