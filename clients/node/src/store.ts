@@ -129,8 +129,18 @@ export function a2Store(options: A2StoreOptions = {}): A2PostgresStore {
     const base = storeSettings(options.connectionString, await client())
     return base === null ? null : nodeClientConfig(base, node)
   }
-  const canReachNodes = async (): Promise<boolean> =>
-    options.nodeConnection !== undefined || storeSettings(options.connectionString, await client()) !== null
+  // Without nodeConnection: settings to derive from (a pg Pool's, or a URL).
+  const canReachNodes = async (): Promise<boolean> => {
+    if (options.nodeConnection !== undefined) return true
+    const base = storeSettings(options.connectionString, await client())
+    if (base === null) return false
+    try {
+      nodeClientConfig(base, { host: 'node', port: 5432 })
+      return true
+    } catch {
+      return false
+    }
+  }
   const cluster: Cluster = {
     async nodes(conn) {
       // A client whose settings we cannot derive keeps the single-node listener.
