@@ -19,6 +19,9 @@
 #              dense indexes, no error
 #   2pc        one transaction appending to sessions on both workers
 #   notify     a delegated append is heard on the node a2_notify_nodes() lists
+#   stream     the TypeScript client's stream LISTENs on every listed node and
+#              receives delegated and coordinator-run appends (stream.sh;
+#              skipped when node or clients/node's npm deps are missing)
 #   stress     test/stress's driver and invariants for a short run
 #   dump       pg_dump of the coordinator restores into a single-node a2
 # then stops every node (by data directory) and deletes the data.
@@ -106,6 +109,7 @@ else
 fi
 
 . "$here/checks.sh"
+. "$here/stream.sh"
 
 echo
 if [[ $failed -ne 0 ]]; then

@@ -11,7 +11,8 @@ import { Statements, type PostgresClient, type PostgresConnection, type Queryabl
 import { parseResult, toStored } from './codec.js'
 import { A2Error, toA2Error } from './errors.js'
 import { operations, type A2Operations } from './operations.js'
-import { DEFAULT_PAGE_SIZE, DEFAULT_POLL_INTERVAL_MS, Listener } from './stream.js'
+import { clientClass, connectNode, nodeClientConfig, storeSettings, type A2Node, type NodeClientConfig, type NodeConnection } from './nodes.js'
+import { DEFAULT_PAGE_SIZE, DEFAULT_POLL_INTERVAL_MS, Listener, type Cluster } from './stream.js'
 import type { A2Store, Clock, IdSource, StoredEvent } from './types.js'
 
 const LISTENER = Symbol('a2-client.listener')
@@ -36,6 +37,12 @@ export type A2StoreOptions = {
   pollIntervalMs?: number | undefined
   /** stream(): events per catch-up read (default 500). */
   pageSize?: number | undefined
+  /**
+   * stream() in distributed mode: the connection settings of the node
+   * `a2_notify_nodes()` lists (an address map, other credentials).
+   * Default: the store's own settings with the node's host and port.
+   */
+  nodeConnection?: NodeConnection | undefined
 }
 
 /** What a `store.transaction` callback gets: the store's calls on one connection, and `query`. */
@@ -116,11 +123,61 @@ export function a2Store(options: A2StoreOptions = {}): A2PostgresStore {
       throw toA2Error(err)
     }
   }
-  const listener = new Listener(client, readPage, {
-    listen: options.listen ?? true,
-    pollIntervalMs,
-    pageSize,
-  })
+  // Distributed mode: the nodes to LISTEN on, and a connection to each.
+  const nodeConfig = async (node: A2Node): Promise<NodeClientConfig | null> => {
+    if (options.nodeConnection) return options.nodeConnection(node)
+    const base = storeSettings(options.connectionString, await client())
+    return base === null ? null : nodeClientConfig(base, node)
+  }
+  // Without nodeConnection: settings to derive from (a pg Pool's, or a URL).
+  const canReachNodes = async (): Promise<boolean> => {
+    if (options.nodeConnection !== undefined) return true
+    const base = storeSettings(options.connectionString, await client())
+    if (base === null) return false
+    try {
+      nodeClientConfig(base, { host: 'node', port: 5432 })
+      return true
+    } catch {
+      return false
+    }
+  }
+  const cluster: Cluster = {
+    async nodes(conn) {
+      // A client whose settings we cannot derive keeps the single-node listener.
+      if (!(await canReachNodes())) return null
+      let distributed: unknown
+      try {
+        const r = (await conn.query(`SELECT ${sql.fn('a2_is_distributed')}() AS d`)) as {
+          rows: { d?: unknown }[]
+        }
+        distributed = r.rows[0]?.d
+      } catch (err) {
+        // 42883: no such function, an a2 0.1.0 install: a single node.
+        if ((err as { code?: unknown }).code === '42883') return null
+        throw err
+      }
+      if (distributed !== true) return null
+      const r = (await conn.query(`SELECT node_name, node_port FROM ${sql.fn('a2_notify_nodes')}()`)) as {
+        rows: { node_name: unknown; node_port: unknown }[]
+      }
+      return r.rows.map((row) => ({ host: String(row.node_name), port: Number(row.node_port) }))
+    },
+    async connect(node) {
+      const config = await nodeConfig(node)
+      if (config === null) throw new Error('no connection settings for the node')
+      return connectNode(await clientClass(await client()), config)
+    },
+  }
+  const listener = new Listener(
+    client,
+    readPage,
+    {
+      listen: options.listen ?? true,
+      pollIntervalMs,
+      pageSize,
+    },
+    cluster,
+  )
 
   // A client without connect() (one connection) runs transactions one at a time.
   let mutex: Promise<unknown> = Promise.resolve()
