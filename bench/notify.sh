@@ -73,13 +73,17 @@ for ((r = 1; r <= REPEAT; r++)); do
 		for c in $CLIENTS; do
 			w1=$(pgb "$mode" "$c" w1_append.sql "w1-$mode-$r-$c-")
 			b1=$(pgb "$mode" "$c" b1_insert.sql "b1-$mode-$r-$c-")
-			printf '%s\tW1\t%s\t%s\n%s\tB1\t%s\t%s\n' "$mode" "$c" "$w1" "$mode" "$c" "$b1" >>"$raw"
+			printf '%s\tW1\t%s\t%s\t%s\n%s\tB1\t%s\t%s\t%s\n' "$mode" "$c" "$w1" "$r" "$mode" "$c" "$b1" "$r" >>"$raw"
 			bench_log "round $r $mode c=$c: W1 $w1 tps, B1 $b1 tps"
 		done
 		w4=$(pgb "$mode" 4 w4_cycle.sql "w4-$mode-$r-")
-		printf '%s\tW4\t4\t%s\n' "$mode" "$w4" >>"$raw"
+		printf '%s\tW4\t4\t%s\t%s\n' "$mode" "$w4" "$r" >>"$raw"
 		bench_log "round $r $mode c=4: W4 $w4 tps"
-		bench_psql "$DB" -c 'TRUNCATE a2_events, bench_events' -c 'VACUUM ANALYZE'
+		# Empty the tables between modes, but never ANALYZE them empty: a2's
+		# statements keep generic plans, and plans made from the statistics
+		# of an empty a2_events scan it (until autovacuum's next analyze
+		# replaces them), which measures that, not the mode.
+		bench_psql "$DB" -c 'TRUNCATE a2_events, bench_events'
 	done
 done
 
@@ -96,9 +100,16 @@ start_mode notifier
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR+1)/2]; else printf "%.1f\n", (a[NR/2]+a[NR/2+1])/2}'; }
 med() { awk -F'\t' -v m="$1" -v w="$2" -v c="$3" '$1==m && $2==w && $3==c {print $4}' "$raw" | median; }
+# the median over rounds of W1/B1, each pair measured back to back
+med_ratio() {
+	awk -F'\t' -v m="$1" -v c="$2" '$1==m && $3==c && $2=="W1" {w[$5]=$4} $1==m && $3==c && $2=="B1" {b[$5]=$4}
+		END {for (r in w) if (b[r] > 0) printf "%.3f\n", w[r] / b[r]}' "$raw" | median
+}
 
 {
 	echo "a2 notify bench: medians of $REPEAT round(s) of ${SECS}s runs, pgbench -M prepared, $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo
+	echo "(tps: medians; W1/B1: the median of the rounds' ratios, each pair run back to back)"
 	echo
 	echo "| workload | clients | notifier tps | in-transaction tps | off tps | W1/B1 notifier | W1/B1 in-transaction | W1/B1 off |"
 	echo "|---|---|---|---|---|---|---|---|"
@@ -109,7 +120,7 @@ med() { awk -F'\t' -v m="$1" -v w="$2" -v c="$3" '$1==m && $2==w && $3==c {print
 			w=$(med "$mode" W1 "$c")
 			b=$(med "$mode" B1 "$c")
 			row="$row | $w"
-			ratios="$ratios | $(awk -v w="$w" -v b="$b" 'BEGIN {printf "%.2f", w / b}')"
+			ratios="$ratios | $(med_ratio "$mode" "$c")"
 		done
 		echo "$row$ratios |"
 	done

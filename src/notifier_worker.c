@@ -56,6 +56,8 @@
 #define A2_PASS_MAX		1024
 /* how often to look again while entries wait for running transactions */
 #define A2_POLL_MS		1000L
+/* how long to gather announcements after a pass that sent some */
+#define A2_GATHER_MS	1L
 
 typedef struct PassState
 {
@@ -65,6 +67,7 @@ typedef struct PassState
 	A2Taken		taken[A2_PASS_MAX];
 	char	   *names;			/* A2_PASS_MAX names of A2_MAX_NAME_BYTES + 1 */
 	int			cursor;			/* where the next listing starts in the queue */
+	uint64		passes_sent;	/* passes that sent something, ever */
 } PassState;
 
 static int
@@ -167,6 +170,7 @@ run_pass(PassState *ps, bool *more)
 		}
 		a2_notifier_release(ps->taken, ntaken, sent, ntaken - sent);
 		pgstat_report_stat(false);
+		ps->passes_sent++;
 		/* a full pass that made progress: the queue may hold more now */
 		*more = (n == A2_PASS_MAX);
 	}
@@ -203,17 +207,30 @@ a2_notifier_main(Datum main_arg)
 		bool		waiting;
 		bool		more;
 		long		timeout;
+		uint64		sent_before;
 
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 
 		pgstat_report_activity(STATE_RUNNING, NULL);
+		sent_before = ps->passes_sent;
 		do
 		{
 			waiting = run_pass(ps, &more);
 			CHECK_FOR_INTERRUPTS();
 		} while (more);
 		pgstat_report_activity(STATE_IDLE, NULL);
+
+		/*
+		 * After a pass that sent something, gather for a moment before the
+		 * next one: under load the commits of that moment then share one
+		 * notifier transaction instead of costing one each (each of ours
+		 * takes an xid and a commit record of its own).  An idle queue
+		 * still gets its first announcement out at once.
+		 */
+		if (ps->passes_sent != sent_before)
+			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 A2_GATHER_MS, PG_WAIT_EXTENSION);
 
 		timeout = waiting ? A2_POLL_MS : -1L;
 		(void) WaitLatch(MyLatch,
