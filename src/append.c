@@ -45,19 +45,14 @@ static A2Statement session_pending = {
 
 
 /*
- * The high-water mark of a dropped session (src/retire.c), read only when
- * the session has no event rows (COALESCE stops at its first non-null
- * argument), so indexes continue after a drop and are never reused.  A
- * SECURITY DEFINER function: appenders need no grant on the table.
- */
-#define RETIRED_MARK A2_RETIRED_MARK_TOKEN
-
-/*
  * One statement: read the session's greatest index (and, when $10 asks,
  * whether it has an unprocessed event), then insert the batch after it.  An
  * event with a lane is lane-ready when no unprocessed event of that lane
  * exists already and no earlier unsettled event of the batch has it ($8,
- * computed in C).  The subqueries see the statement's snapshot, i.e. the
+ * computed in C).  Without rows, the base is a dropped session's high-water
+ * mark (A2_RETIRED_MARK_TOKEN, src/retire.c; COALESCE stops at its first
+ * non-null argument), so indexes continue after a drop and are never
+ * reused.  The subqueries see the statement's snapshot, i.e. the
  * log before the insert.  Two variants: supplied ids go through ON CONFLICT
  * so a concurrent append of the same id becomes Z2001; a batch whose ids
  * were all generated here (random UUIDs) skips the speculative insertion.
@@ -66,7 +61,7 @@ static A2Statement session_pending = {
 	"WITH st AS MATERIALIZED (" \
 	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e" \
 	"                    WHERE e.session_id = $1 ORDER BY e.idx DESC LIMIT 1)," \
-	"                  " RETIRED_MARK ", 0) AS base," \
+	"                  " A2_RETIRED_MARK_TOKEN ", 0) AS base," \
 	"         CASE WHEN $10 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events e" \
 	"                  WHERE e.session_id = $1 AND e.processed_at IS NULL) END AS pending" \
 	"), ins AS (" \
@@ -110,7 +105,7 @@ static A2Statement insert_generated = {
 	" VALUES ($1," \
 	"   COALESCE((SELECT x.idx FROM @extschema@.a2_events x" \
 	"              WHERE x.session_id = $1 ORDER BY x.idx DESC LIMIT 1)," \
-	"            " RETIRED_MARK ", 0) + 1," \
+	"            " A2_RETIRED_MARK_TOKEN ", 0) + 1," \
 	"   $3, $4, $5, $2, $6, $7," \
 	"   $7 IS NULL OR NOT EXISTS (SELECT 1 FROM @extschema@.a2_events p" \
 	"              WHERE p.session_id = $1 AND p.lane = $7 AND p.processed_at IS NULL)," \

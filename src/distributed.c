@@ -154,19 +154,29 @@ static A2Statement put_value = {
  * The row lock lasts until the transaction ends, and SPI_finish restores
  * the caller's SPI_tuptable.
  */
+/*
+ * Lock the row `lock` finds for `key`, creating it with `create` first when
+ * it does not exist yet.
+ */
+static void
+lock_or_create_row(A2Statement *lock, A2Statement *create, Datum *key,
+				   const char *what, const char *name)
+{
+	if (a2_exec_latest(lock, key, NULL, SPI_OK_SELECT) == 0)
+	{
+		a2_exec(create, key, NULL, false, SPI_OK_INSERT);
+		if (a2_exec_latest(lock, key, NULL, SPI_OK_SELECT) != 1)
+			elog(ERROR, "could not lock %s \"%s\"", what, name);
+	}
+}
+
 void
 a2_dist_lock_session(const char *session_id)
 {
-	Datum		values[1];
+	Datum		key[1] = {CStringGetTextDatum(session_id)};
 
 	a2_spi_begin();
-	values[0] = CStringGetTextDatum(session_id);
-	if (a2_exec_latest(&lock_row, values, NULL, SPI_OK_SELECT) == 0)
-	{
-		a2_exec(&create_row, values, NULL, false, SPI_OK_INSERT);
-		if (a2_exec_latest(&lock_row, values, NULL, SPI_OK_SELECT) != 1)
-			elog(ERROR, "could not lock session \"%s\"", session_id);
-	}
+	lock_or_create_row(&lock_row, &create_row, key, "session", session_id);
 	a2_spi_end();
 }
 
@@ -287,12 +297,8 @@ a2_dist_presence_write(const char *ns, const char *participant,
 	Datum		key[2] = {CStringGetTextDatum(ns), CStringGetTextDatum(participant)};
 	Datum		values[7];
 
-	if (a2_exec_latest(&lock_participant_row, key, NULL, SPI_OK_SELECT) == 0)
-	{
-		a2_exec(&create_participant_row, key, NULL, false, SPI_OK_INSERT);
-		if (a2_exec_latest(&lock_participant_row, key, NULL, SPI_OK_SELECT) != 1)
-			elog(ERROR, "could not lock presence participant \"%s\"", participant);
-	}
+	lock_or_create_row(&lock_participant_row, &create_participant_row, key,
+					   "presence participant", participant);
 	values[0] = key[0];
 	values[1] = key[1];
 	for (int i = 0; i < f->ndel; i++)

@@ -46,29 +46,30 @@ _PG_init(void)
 	MarkGUCPrefixReserved("a2");
 }
 
+/* The advisory lock key of a session: hashtext(session_id) widened to bigint. */
+static Datum
+session_lock_key(const char *session_id)
+{
+	Datum		key = DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+											  CStringGetTextDatum(session_id));
+
+	return Int64GetDatum((int64) DatumGetInt32(key));
+}
+
 void
 a2_lock_session(const char *session_id)
 {
-	Datum		key;
-
 	if (a2_distributed())
 	{
 		a2_dist_lock_session(session_id);
 		return;
 	}
-	key = DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
-								  CStringGetTextDatum(session_id));
-	DirectFunctionCall1(pg_advisory_xact_lock_int8,
-						Int64GetDatum((int64) DatumGetInt32(key)));
+	DirectFunctionCall1(pg_advisory_xact_lock_int8, session_lock_key(session_id));
 }
 
 bool
 a2_try_lock_session(const char *session_id)
 {
-	Datum		key;
-
-	key = DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
-								  CStringGetTextDatum(session_id));
 	return DatumGetBool(DirectFunctionCall1(pg_try_advisory_xact_lock_int8,
-											Int64GetDatum((int64) DatumGetInt32(key))));
+											session_lock_key(session_id)));
 }

@@ -400,27 +400,28 @@ a2_notifier_release(const A2Taken *taken, int n, int64 announced, int64 coalesce
 /* ---- SQL functions ------------------------------------------------- */
 
 /*
- * Entries the worker still owes: taken and being sent, or recorded by a
- * transaction that has finished (committed ones it will send, aborted ones
- * it will drop).  Entries of running (or prepared) transactions are not
- * owed yet.
+ * The queue's depth, and how many of its entries wait for a transaction
+ * that is still running (or prepared).  Every other entry is owed by the
+ * worker: taken and being sent, or recorded by a transaction that has
+ * finished (committed ones it will send, aborted ones it will drop).
  */
 static int
-owed_entries(void)
+count_waiting(int *depth)
 {
-	int			owed = 0;
+	int			waiting = 0;
 	int			i;
 
 	LWLockAcquire(shared->lock, LW_SHARED);
+	*depth = shared->nused;
 	for (i = 0; i < shared->nused; i++)
 	{
 		A2NotifySlot *slot = &qslots[used[i]];
 
-		if (slot->state == A2_SLOT_SENDING || !TransactionIdIsInProgress(slot->xid))
-			owed++;
+		if (slot->state == A2_SLOT_READY && TransactionIdIsInProgress(slot->xid))
+			waiting++;
 	}
 	LWLockRelease(shared->lock);
-	return owed;
+	return waiting;
 }
 
 PG_FUNCTION_INFO_V1(a2_notify_wait);
@@ -452,7 +453,9 @@ a2_notify_wait(PG_FUNCTION_ARGS)
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Min(timeout_ms, INT64CONST(86400000) * 365));
 	for (;;)
 	{
-		if (owed_entries() == 0)
+		int			depth;
+
+		if (count_waiting(&depth) == depth)
 			PG_RETURN_BOOL(true);
 		if (GetCurrentTimestamp() >= deadline)
 			PG_RETURN_BOOL(false);
@@ -498,21 +501,8 @@ a2_notify_status(PG_FUNCTION_ARGS)
 	else
 	{
 		int			depth;
-		int			waiting = 0;
-		pid_t		pid;
-		int			i;
-
-		LWLockAcquire(shared->lock, LW_SHARED);
-		depth = shared->nused;
-		pid = shared->worker_pid;
-		for (i = 0; i < shared->nused; i++)
-		{
-			A2NotifySlot *slot = &qslots[used[i]];
-
-			if (slot->state == A2_SLOT_READY && TransactionIdIsInProgress(slot->xid))
-				waiting++;
-		}
-		LWLockRelease(shared->lock);
+		int			waiting = count_waiting(&depth);
+		pid_t		pid = shared->worker_pid;
 
 		if (pid != 0)
 			values[1] = Int32GetDatum(pid);

@@ -206,7 +206,8 @@ replace_token(const char *sql, const char *token, const char *with)
 /*
  * The statement text to prepare: @extschema@ becomes the extension's
  * schema, and @retired_last_index@ the high-water mark of a dropped session
- * (src/retire.c) -- or NULL while the installed objects are still 0.1.0's,
+ * (src/retire.c), read through the SECURITY DEFINER a2_retired_last_index()
+ * so appenders need no grant on a2_retired_sessions -- or NULL while the installed objects are still 0.1.0's,
  * which have no such function: a new library must keep serving a database
  * until ALTER EXTENSION a2 UPDATE runs.  That update adds an index on
  * a2_events, whose relcache invalidation makes every statement re-prepare.

@@ -108,7 +108,7 @@ const cause = (v: unknown): EventCause | null => {
   }
 }
 
-export const toStored = (v: unknown): StoredEvent => {
+export const toEvent = (v: unknown): Event => {
   const e = v as Json
   return {
     id: e['id'] as string,
@@ -117,6 +117,14 @@ export const toStored = (v: unknown): StoredEvent => {
     index: Number(e['index']),
     sessionId: e['sessionId'] as string,
     createdAt: date(e['createdAt']),
+  }
+}
+
+// A StoredEvent starts with the Event's fields, in the seed's key order.
+export const toStored = (v: unknown): StoredEvent => {
+  const e = v as Json
+  return {
+    ...toEvent(v),
     cause: cause(e['cause']),
     lane: strOrNull(e['lane']),
     processedAt: dateOrNull(e['processedAt']),
@@ -135,18 +143,6 @@ export const toStored = (v: unknown): StoredEvent => {
     failedAt: dateOrNull(e['failedAt']),
     claimHolder: strOrNull(e['claimHolder']),
     claimExpiresAt: dateOrNull(e['claimExpiresAt']),
-  }
-}
-
-export const toEvent = (v: unknown): Event => {
-  const e = v as Json
-  return {
-    id: e['id'] as string,
-    type: e['type'] as string,
-    payload: e['payload'] ?? null,
-    index: Number(e['index']),
-    sessionId: e['sessionId'] as string,
-    createdAt: date(e['createdAt']),
   }
 }
 
