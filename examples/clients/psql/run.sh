@@ -14,4 +14,4 @@ psql "$A2_LISTEN_URL" -X -q -v seen=0 -v id=order-1/packed -f listen.sql | mask
 sh -c "$A2_RESTART" >&2
 # After the restart: a new psql, LISTEN again, read from the last index seen.
 psql "$A2_LISTEN_URL" -X -q -v seen=3 -v id=order-1/shipped -f listen.sql | mask
-echo done
+echo 'done'
