@@ -44,18 +44,18 @@ PG_FUNCTION_INFO_V1(a2_claim);
 #define CLAIM_ELIGIBLE_SQL(lock_clause) \
 	"WITH eligible AS MATERIALIZED (" \
 	"  SELECT e.idx FROM @extschema@.a2_events e" \
-	"   WHERE e.session_id = $1 AND e.processed_at IS NULL" \
+	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL" \
 	"     AND e.failed_at IS NULL AND e.lane_ready" \
-	"     AND (e.claim_expires_at IS NULL OR e.claim_expires_at <= $2)" \
-	"     AND e.idx <> ALL ($5)" \
+	"     AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $2)" \
+	"     AND e.idx OPERATOR(pg_catalog.<>) ALL ($5)" \
 	"   ORDER BY e.idx " lock_clause \
 	"), claimed AS (" \
 	"  UPDATE @extschema@.a2_events e SET" \
-	"    attempt_count = e.attempt_count + 1," \
+	"    attempt_count = e.attempt_count OPERATOR(pg_catalog.+) 1," \
 	"    first_claimed_at = COALESCE(e.first_claimed_at, $2)," \
 	"    last_claimed_at = $2, claim_holder = $3, claim_expires_at = $4" \
-	"   WHERE e.session_id = $1" \
-	"     AND e.idx = ANY (ARRAY (SELECT eligible.idx FROM eligible))" \
+	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1" \
+	"     AND e.idx OPERATOR(pg_catalog.=) ANY (ARRAY (SELECT eligible.idx FROM eligible))" \
 	"  RETURNING " A2_EVENT_COLUMNS \
 	") SELECT * FROM claimed ORDER BY idx"
 
@@ -70,9 +70,9 @@ static A2Statement claim_eligible_skip_locked = {
 };
 
 static A2Statement next_expiry = {
-	.sql = "SELECT min(e.claim_expires_at) FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.processed_at IS NULL"
-	"   AND e.failed_at IS NULL AND e.lane_ready AND e.claim_expires_at > $2",
+	.sql = "SELECT pg_catalog.min(e.claim_expires_at) FROM @extschema@.a2_events e"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL"
+	"   AND e.failed_at IS NULL AND e.lane_ready AND e.claim_expires_at OPERATOR(pg_catalog.>) $2",
 	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 

@@ -76,8 +76,8 @@ static A2Statement next_candidate = {
 	.sql = "SELECT e.session_id, " AVAILABLE_KEY
 	"  FROM @extschema@.a2_events e"
 	" WHERE " AVAILABLE_PRED
-	"   AND " AVAILABLE_KEY " <= $1"
-	"   AND (" AVAILABLE_KEY ", e.session_id) > ($2, $3)"
+	"   AND " AVAILABLE_KEY " OPERATOR(pg_catalog.<=) $1"
+	"   AND (" AVAILABLE_KEY ", e.session_id) OPERATOR(pg_catalog.>) ($2, $3)"
 	" ORDER BY " AVAILABLE_KEY ", e.session_id"
 	" LIMIT 1 FOR UPDATE SKIP LOCKED",
 	.nargs = 3, .argtypes = {INT8OID, INT8OID, TEXTOID}
@@ -92,7 +92,7 @@ static A2Statement next_candidate = {
 static A2Statement next_available = {
 	.sql = "SELECT " AVAILABLE_KEY " FROM @extschema@.a2_events e"
 	" WHERE " AVAILABLE_PRED
-	"   AND " AVAILABLE_KEY " > $1"
+	"   AND " AVAILABLE_KEY " OPERATOR(pg_catalog.>) $1"
 	" ORDER BY " AVAILABLE_KEY
 	" LIMIT 1",
 	.nargs = 1, .argtypes = {INT8OID}

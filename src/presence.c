@@ -51,16 +51,16 @@ PG_FUNCTION_INFO_V1(a2_presence_read);
 
 static A2Statement delete_fields = {
 	.sql = "WITH win AS ("
-	"  SELECT f.field FROM unnest($3) AS f(field)"
+	"  SELECT f.field FROM pg_catalog.unnest($3) AS f(field)"
 	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
-	"                      WHERE p.ns = $1 AND p.participant = $2 AND p.field = f.field"
-	"                        AND p.expires_at > $5 AND p.at > $4)"
+	"                      WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) f.field"
+	"                        AND p.expires_at OPERATOR(pg_catalog.>) $5 AND p.at OPERATOR(pg_catalog.>) $4)"
 	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
-	"                      WHERE t.ns = $1 AND t.participant = $2 AND t.field = f.field"
-	"                        AND t.expires_at > $5 AND t.at > $4)"
+	"                      WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) f.field"
+	"                        AND t.expires_at OPERATOR(pg_catalog.>) $5 AND t.at OPERATOR(pg_catalog.>) $4)"
 	"), gone AS ("
 	"  DELETE FROM @extschema@.a2_presence p USING win"
-	"   WHERE p.ns = $1 AND p.participant = $2 AND p.field = win.field"
+	"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) win.field"
 	") INSERT INTO @extschema@.a2_presence_tombstones"
 	"    (ns, participant, field, at, expires_at)"
 	"  SELECT $1, $2, win.field, $4, $6 FROM win"
@@ -71,16 +71,16 @@ static A2Statement delete_fields = {
 
 static A2Statement set_fields = {
 	.sql = "WITH win AS ("
-	"  SELECT f.field, f.value FROM ROWS FROM (unnest($3), unnest($4)) AS f(field, value)"
+	"  SELECT f.field, f.value FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4)) AS f(field, value)"
 	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
-	"                      WHERE p.ns = $1 AND p.participant = $2 AND p.field = f.field"
-	"                        AND p.expires_at > $7 AND p.at > $6)"
+	"                      WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) f.field"
+	"                        AND p.expires_at OPERATOR(pg_catalog.>) $7 AND p.at OPERATOR(pg_catalog.>) $6)"
 	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
-	"                      WHERE t.ns = $1 AND t.participant = $2 AND t.field = f.field"
-	"                        AND t.expires_at > $7 AND t.at > $6)"
+	"                      WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) f.field"
+	"                        AND t.expires_at OPERATOR(pg_catalog.>) $7 AND t.at OPERATOR(pg_catalog.>) $6)"
 	"), unburied AS ("
 	"  DELETE FROM @extschema@.a2_presence_tombstones t USING win"
-	"   WHERE t.ns = $1 AND t.participant = $2 AND t.field = win.field"
+	"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) win.field"
 	") INSERT INTO @extschema@.a2_presence"
 	"    (ns, participant, field, value, seen, at, expires_at)"
 	"  SELECT $1, $2, win.field, win.value, $5, $6, $8 FROM win"
@@ -93,16 +93,16 @@ static A2Statement set_fields = {
 
 static A2Statement sweep = {
 	.sql = "WITH values_swept AS ("
-	"  DELETE FROM @extschema@.a2_presence p WHERE p.ns = $1 AND p.expires_at <= $2"
+	"  DELETE FROM @extschema@.a2_presence p WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.expires_at OPERATOR(pg_catalog.<=) $2"
 	") DELETE FROM @extschema@.a2_presence_tombstones t"
-	"   WHERE t.ns = $1 AND t.expires_at <= $2",
+	"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.expires_at OPERATOR(pg_catalog.<=) $2",
 	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
 static A2Statement read_live = {
 	.sql = "SELECT p.participant, p.field, p.value, p.seen, p.at, p.expires_at"
 	"  FROM @extschema@.a2_presence p"
-	" WHERE p.ns = $1 AND p.expires_at > $2"
+	" WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.expires_at OPERATOR(pg_catalog.>) $2"
 	" ORDER BY p.participant, p.field",
 	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };

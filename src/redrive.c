@@ -50,16 +50,16 @@ PG_FUNCTION_INFO_V1(a2_redrive_session);
 
 static A2Statement lock_event = {
 	.sql = "SELECT " A2_EVENT_COLUMNS ","
-	"       e.failure_count = 0 AND e.last_failed_at IS NOT NULL"
+	"       e.failure_count OPERATOR(pg_catalog.=) 0 AND e.last_failed_at IS NOT NULL"
 	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.idx = $2 FOR UPDATE",
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE",
 	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
 /* Dead letters of a session, locked in index order. */
 static A2Statement lock_dead_letters = {
 	.sql = "SELECT e.idx FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.processed_at IS NULL"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL"
 	"   AND e.failed_at IS NOT NULL"
 	" ORDER BY e.idx FOR UPDATE",
 	.nargs = 1, .argtypes = {TEXTOID}
@@ -71,7 +71,7 @@ static A2Statement redrive_listed = {
 	"  UPDATE @extschema@.a2_events e SET"
 	"    failed_at = NULL, failure_count = 0,"
 	"    claim_holder = NULL, claim_expires_at = NULL"
-	"   WHERE e.session_id = $1 AND e.idx = ANY ($2)"
+	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
 	"     AND e.processed_at IS NULL AND e.failed_at IS NOT NULL"
 	"  RETURNING " A2_EVENT_COLUMNS
 	") SELECT * FROM redriven ORDER BY idx",
@@ -79,8 +79,8 @@ static A2Statement redrive_listed = {
 };
 
 static A2Statement max_index = {
-	.sql = "SELECT max(e.idx) FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1",
+	.sql = "SELECT pg_catalog.max(e.idx) FROM @extschema@.a2_events e"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1",
 	.nargs = 1, .argtypes = {TEXTOID}
 };
 

@@ -41,16 +41,16 @@ PG_FUNCTION_INFO_V1(a2_renew);
 static A2Statement lock_listed = {
 	.sql = "SELECT e.idx, e.attempt_count,"
 	"       e.processed_at IS NULL AND e.failed_at IS NULL"
-	"       AND e.claim_holder = $3 AND e.claim_expires_at > $4"
+	"       AND e.claim_holder OPERATOR(pg_catalog.=) $3 AND e.claim_expires_at OPERATOR(pg_catalog.>) $4"
 	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.idx = ANY ($2)"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
 	" ORDER BY e.idx FOR UPDATE",
 	.nargs = 4, .argtypes = {TEXTOID, INT8ARRAYOID, TEXTOID, INT8OID}
 };
 
 static A2Statement extend_leases = {
 	.sql = "UPDATE @extschema@.a2_events e SET claim_expires_at = $3"
-	" WHERE e.session_id = $1 AND e.idx = ANY ($2)",
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)",
 	.nargs = 3, .argtypes = {TEXTOID, INT8ARRAYOID, INT8OID}
 };
 

@@ -39,7 +39,7 @@ PG_FUNCTION_INFO_V1(a2_put_snapshots);
 
 static A2Statement lock_unfinished = {
 	.sql = "SELECT e.idx FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.idx = ANY ($2)"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
 	"   AND e.processed_at IS NULL AND e.failed_at IS NULL"
 	" ORDER BY e.idx FOR SHARE",
 	.nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
@@ -47,21 +47,21 @@ static A2Statement lock_unfinished = {
 
 static A2Statement lock_head = {
 	.sql = "SELECT s.up_to_index FROM @extschema@.a2_snapshots s"
-	" WHERE s.session_id = $1 AND s.reducer_name = $2 FOR UPDATE",
+	" WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2 FOR UPDATE",
 	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
 };
 
 static A2Statement insert_pins = {
 	.sql = "INSERT INTO @extschema@.a2_snapshot_pins"
 	"  (session_id, event_index, reducer_name, up_to_index)"
-	" SELECT $1, i.idx, $2, $3 FROM unnest($4) AS i(idx)"
+	" SELECT $1, i.idx, $2, $3 FROM pg_catalog.unnest($4) AS i(idx)"
 	" ON CONFLICT DO NOTHING",
 	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8ARRAYOID}
 };
 
 static A2Statement is_pinned = {
 	.sql = "SELECT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p"
-	"  WHERE p.session_id = $1 AND p.reducer_name = $2 AND p.up_to_index = $3)",
+	"  WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.reducer_name OPERATOR(pg_catalog.=) $2 AND p.up_to_index OPERATOR(pg_catalog.=) $3)",
 	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
 };
 
@@ -70,7 +70,7 @@ static A2Statement head_to_history = {
 	"  (session_id, reducer_name, up_to_index, state, updated_at)"
 	" SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
 	"   FROM @extschema@.a2_snapshots s"
-	"  WHERE s.session_id = $1 AND s.reducer_name = $2"
+	"  WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2"
 	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
 	"   SET state = excluded.state, updated_at = excluded.updated_at",
 	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
@@ -84,7 +84,7 @@ static A2Statement put_head = {
 	" ON CONFLICT (session_id, reducer_name) DO UPDATE"
 	"   SET up_to_index = excluded.up_to_index, state = excluded.state,"
 	"       updated_at = excluded.updated_at"
-	"   WHERE excluded.up_to_index >= s.up_to_index",
+	"   WHERE excluded.up_to_index OPERATOR(pg_catalog.>=) s.up_to_index",
 	.nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
 };
 
@@ -99,7 +99,7 @@ static A2Statement put_history = {
 
 static A2Statement drop_history_at = {
 	.sql = "DELETE FROM @extschema@.a2_snapshot_history h"
-	" WHERE h.session_id = $1 AND h.reducer_name = $2 AND h.up_to_index = $3",
+	" WHERE h.session_id OPERATOR(pg_catalog.=) $1 AND h.reducer_name OPERATOR(pg_catalog.=) $2 AND h.up_to_index OPERATOR(pg_catalog.=) $3",
 	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
 };
 
@@ -118,7 +118,7 @@ static A2Statement insert_pin = {
 static A2Statement read_head = {
 	.sql = "SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
 	"  FROM @extschema@.a2_snapshots s"
-	" WHERE s.session_id = $1 AND s.reducer_name = $2",
+	" WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2",
 	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
 };
 
