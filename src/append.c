@@ -168,7 +168,7 @@ a2_session_has_pending(const char *session_id)
 {
 	Datum		values[1] = {CStringGetTextDatum(session_id)};
 
-	a2_exec(&session_pending, values, NULL, false, SPI_OK_SELECT);
+	a2_exec_latest(&session_pending, values, NULL, SPI_OK_SELECT);
 	return a2_col_bool(0, 1);
 }
 
@@ -178,7 +178,7 @@ a2_fetch_events_by_ids(const char *session_id, char **ids, int count)
 	Datum		values[2] = {a2_text_array(ids, count),
 	CStringGetTextDatum(session_id)};
 
-	return a2_exec(&events_by_ids, values, NULL, false, SPI_OK_SELECT);
+	return a2_exec_latest(&events_by_ids, values, NULL, SPI_OK_SELECT);
 }
 
 static bool
@@ -534,7 +534,7 @@ check_fence(const char *session_id, A2EventInput *events, int count)
 
 	values[0] = CStringGetTextDatum(session_id);
 	values[1] = a2_int8_array(idxs, NULL, n);
-	found = a2_exec(&lock_parents, values, NULL, false, SPI_OK_SELECT);
+	found = a2_exec_latest(&lock_parents, values, NULL, SPI_OK_SELECT);
 
 	for (int i = 0; i < count; i++)
 	{

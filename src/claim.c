@@ -86,8 +86,8 @@ a2_claim_session(const A2ClaimArgs *args, bool skip_locked)
 	values[2] = CStringGetTextDatum(args->holder);
 	values[3] = Int64GetDatum(args->expires_ms);
 	values[4] = args->exclude;
-	return a2_exec(skip_locked ? &claim_eligible_skip_locked : &claim_eligible,
-				   values, NULL, false, SPI_OK_SELECT);
+	return a2_exec_latest(skip_locked ? &claim_eligible_skip_locked : &claim_eligible,
+						  values, NULL, SPI_OK_SELECT);
 }
 
 static Jsonb *
@@ -99,6 +99,8 @@ claim_events(A2ClaimArgs *args)
 	uint64		n;
 	Jsonb	   *result;
 
+	/* the one lock order: the session lock, then rows in index order */
+	a2_lock_session(args->session_id);
 	n = a2_claim_session(args, false);
 
 	a2j_begin_object(&js, NULL);
@@ -117,7 +119,7 @@ claim_events(A2ClaimArgs *args)
 
 		values[0] = CStringGetTextDatum(args->session_id);
 		values[1] = Int64GetDatum(args->now_ms);
-		a2_exec(&next_expiry, values, NULL, false, SPI_OK_SELECT);
+		a2_exec_latest(&next_expiry, values, NULL, SPI_OK_SELECT);
 		retry = a2_col(0, 1, &isnull);
 		if (isnull)
 			a2j_string(&js, "outcome", "settled");

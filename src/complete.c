@@ -196,7 +196,7 @@ complete_attempt(CompleteArgs *args)
 	a2_lock_session(args->session_id);
 	values[0] = CStringGetTextDatum(args->session_id);
 	values[1] = Int64GetDatum(args->index);
-	if (a2_exec(&lock_event, values, NULL, false, SPI_OK_SELECT) == 0)
+	if (a2_exec_latest(&lock_event, values, NULL, SPI_OK_SELECT) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_A2_NOT_FOUND),
 				 errmsg("no event at index %lld in session \"%s\"",

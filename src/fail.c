@@ -82,7 +82,7 @@ fail_attempt(FailArgs *args)
 	values[0] = CStringGetTextDatum(args->session_id);
 	values[1] = Int64GetDatum(args->index);
 	values[2] = Int32GetDatum(args->attempt);
-	if (a2_exec(&lock_event, values, NULL, false, SPI_OK_SELECT) == 0)
+	if (a2_exec_latest(&lock_event, values, NULL, SPI_OK_SELECT) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_A2_NOT_FOUND),
 				 errmsg("no event at index %lld in session \"%s\"",
@@ -106,7 +106,7 @@ fail_attempt(FailArgs *args)
 		values[3] = Int64GetDatum(now_ms);
 		values[4] = Int32GetDatum(args->attempt);
 		values[5] = BoolGetDatum(dead_letter);
-		a2_exec(&record_failure, values, nulls, false, SPI_OK_UPDATE);
+		a2_exec_latest(&record_failure, values, nulls, SPI_OK_UPDATE);
 		failures += 1;
 		if (dead_letter)
 			a2_release_pins(args->session_id, args->index);

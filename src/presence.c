@@ -17,7 +17,18 @@
  *	  key 2 = hashtext(ns || ':' || participant)), which never collides with
  *	  the one-key session locks.  Without it a delete and an older write
  *	  could both pass their checks and resurrect the field.  (Distributed
- *	  mode: a row lock and per-field statements, in distributed.c.)
+ *	  mode: a row lock and per-field statements, in distributed.c.)  Lock
+ *	  order: the participant lock, then its rows; the checks after it read
+ *	  the latest committed state, also under REPEATABLE READ.
+ *
+ *	  A read sweeps expired rows of its namespace as housekeeping, and
+ *	  never waits for it: it takes a participant's lock only if free
+ *	  (pg_try_advisory_xact_lock), deletes that participant's expired rows
+ *	  (nobody else can hold them: every writer takes the lock first) and
+ *	  leaves the others for a later read.  So readers of several
+ *	  namespaces, in any order, never wait on each other or on writers
+ *	  (0.2.0 deleted under row locks, and two readers in opposite orders
+ *	  deadlocked).
  *
  * IDENTIFICATION
  *	  src/presence.c
@@ -91,12 +102,29 @@ static A2Statement set_fields = {
 	INT8OID, INT8OID}
 };
 
-static A2Statement sweep = {
-	.sql = "WITH values_swept AS ("
-	"  DELETE FROM @extschema@.a2_presence p WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.expires_at OPERATOR(pg_catalog.<=) $2"
-	") DELETE FROM @extschema@.a2_presence_tombstones t"
-	"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.expires_at OPERATOR(pg_catalog.<=) $2",
+/* participants of namespace $1 with expired rows; a bounded batch per read */
+#define A2_SWEEP_BATCH 64
+static A2Statement expired_participants = {
+	.sql = "SELECT x.participant FROM ("
+	"  SELECT p.participant FROM @extschema@.a2_presence p"
+	"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.expires_at OPERATOR(pg_catalog.<=) $2"
+	"  UNION"
+	"  SELECT t.participant FROM @extschema@.a2_presence_tombstones t"
+	"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.expires_at OPERATOR(pg_catalog.<=) $2"
+	") x LIMIT " CppAsString2(A2_SWEEP_BATCH),
 	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
+};
+
+/* expired rows of participant $3 in namespace $1, whose lock we hold */
+static A2Statement sweep_participant = {
+	.sql = "WITH values_swept AS ("
+	"  DELETE FROM @extschema@.a2_presence p"
+	"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $3"
+	"     AND p.expires_at OPERATOR(pg_catalog.<=) $2"
+	") DELETE FROM @extschema@.a2_presence_tombstones t"
+	"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $3"
+	"     AND t.expires_at OPERATOR(pg_catalog.<=) $2",
+	.nargs = 3, .argtypes = {TEXTOID, INT8OID, TEXTOID}
 };
 
 static A2Statement read_live = {
@@ -122,15 +150,29 @@ typedef struct PresenceWrite
 	char	  **del_fields;
 } PresenceWrite;
 
+static Datum
+participant_key(const char *ns, const char *participant)
+{
+	char	   *key = psprintf("%s:%s", ns, participant);
+
+	return DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+								   CStringGetTextDatum(key));
+}
+
 static void
 lock_participant(const char *ns, const char *participant)
 {
-	char	   *key = psprintf("%s:%s", ns, participant);
-	Datum		hash = DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
-											   CStringGetTextDatum(key));
-
 	DirectFunctionCall2(pg_advisory_xact_lock_int4,
-						Int32GetDatum(A2_PRESENCE_LOCK_CLASS), hash);
+						Int32GetDatum(A2_PRESENCE_LOCK_CLASS),
+						participant_key(ns, participant));
+}
+
+static bool
+try_lock_participant(const char *ns, const char *participant)
+{
+	return DatumGetBool(DirectFunctionCall2(pg_try_advisory_xact_lock_int4,
+											Int32GetDatum(A2_PRESENCE_LOCK_CLASS),
+											participant_key(ns, participant)));
 }
 
 static void
@@ -158,7 +200,7 @@ presence_write(PresenceWrite *w)
 		values[3] = Int64GetDatum(w->at_ms);
 		values[4] = Int64GetDatum(w->now_ms);
 		values[5] = Int64GetDatum(w->expires_ms);
-		a2_exec(&delete_fields, values, NULL, false, SPI_OK_INSERT);
+		a2_exec_latest(&delete_fields, values, NULL, SPI_OK_INSERT);
 	}
 	if (w->nset > 0)
 	{
@@ -168,7 +210,7 @@ presence_write(PresenceWrite *w)
 		values[5] = Int64GetDatum(w->at_ms);
 		values[6] = Int64GetDatum(w->now_ms);
 		values[7] = Int64GetDatum(w->expires_ms);
-		a2_exec(&set_fields, values, NULL, false, SPI_OK_INSERT);
+		a2_exec_latest(&set_fields, values, NULL, SPI_OK_INSERT);
 	}
 	a2_spi_end();
 }
@@ -252,6 +294,28 @@ may_sweep(void)
 		pg_class_aclcheck(a2_relid("a2_presence_tombstones"), user, ACL_DELETE) == ACLCHECK_OK;
 }
 
+/* Delete expired rows of the participants whose lock is free; never waits. */
+static void
+sweep_expired(Datum ns, Datum now)
+{
+	const char *ns_str = TextDatumGetCString(ns);
+	uint64		n = a2_exec_latest(&expired_participants, (Datum[]) {ns, now},
+								   NULL, SPI_OK_SELECT);
+	char	  **participants = palloc(sizeof(char *) * Max(n, 1));
+
+	/* the next statements replace SPI_tuptable: copy the names first */
+	for (uint64 r = 0; r < n; r++)
+		participants[r] = a2_col_text(r, 1);
+	for (uint64 r = 0; r < n; r++)
+	{
+		if (!try_lock_participant(ns_str, participants[r]))
+			continue;
+		a2_exec_latest(&sweep_participant,
+					   (Datum[]) {ns, now, CStringGetTextDatum(participants[r])},
+					   NULL, SPI_OK_DELETE);
+	}
+}
+
 static Jsonb *
 presence_read(const char *ns, int64 now_ms)
 {
@@ -268,7 +332,7 @@ presence_read(const char *ns, int64 now_ms)
 	 * read-only transaction, or a reader granted SELECT only).
 	 */
 	if (!XactReadOnly && may_sweep())
-		a2_exec(&sweep, values, NULL, false, SPI_OK_DELETE);
+		sweep_expired(values[0], values[1]);
 	n = a2_exec(&read_live, values, NULL, false, SPI_OK_SELECT);
 
 	a2j_begin_array(&js, NULL);

@@ -89,10 +89,12 @@ renew_claims(RenewArgs *args)
 	values[0] = CStringGetTextDatum(args->session_id);
 	if (args->count > 0)
 	{
+		/* the one lock order: the session lock, then rows in index order */
+		a2_lock_session(args->session_id);
 		values[1] = a2_int8_array(indexes, NULL, args->count);
 		values[2] = CStringGetTextDatum(args->holder);
 		values[3] = Int64GetDatum(args->now_ms);
-		n = a2_exec(&lock_listed, values, NULL, false, SPI_OK_SELECT);
+		n = a2_exec_latest(&lock_listed, values, NULL, SPI_OK_SELECT);
 	}
 
 	/* both the rows and the claims are sorted by index: merge them */
@@ -112,7 +114,7 @@ renew_claims(RenewArgs *args)
 	{
 		values[1] = a2_int8_array(renewed, NULL, nrenewed);
 		values[2] = Int64GetDatum(args->expires_ms);
-		a2_exec(&extend_leases, values, NULL, false, SPI_OK_UPDATE);
+		a2_exec_latest(&extend_leases, values, NULL, SPI_OK_UPDATE);
 	}
 
 	a2j_begin_object(&js, NULL);

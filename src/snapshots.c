@@ -237,7 +237,7 @@ lock_pinned_events(PutContext *ctx)
 
 	values[0] = CStringGetTextDatum(ctx->session_id);
 	values[1] = a2_int8_array(all, NULL, total);
-	n = a2_exec(&lock_unfinished, values, NULL, false, SPI_OK_SELECT);
+	n = a2_exec_latest(&lock_unfinished, values, NULL, SPI_OK_SELECT);
 	ctx->unfinished = palloc(sizeof(int64) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)
 		ctx->unfinished[ctx->nunfinished++] = a2_col_int64(r, 1);
@@ -266,12 +266,12 @@ pin_write(PutContext *ctx, SnapshotWrite *w)
 		for (int j = 0; j < n; j++)
 		{
 			values[3] = Int64GetDatum(keep[j]);
-			a2_exec(&insert_pin, values, NULL, false, SPI_OK_INSERT);
+			a2_exec_latest(&insert_pin, values, NULL, SPI_OK_INSERT);
 		}
 		return;
 	}
 	values[3] = a2_int8_array(keep, NULL, n);
-	a2_exec(&insert_pins, values, NULL, false, SPI_OK_INSERT);
+	a2_exec_latest(&insert_pins, values, NULL, SPI_OK_INSERT);
 }
 
 /* head_to_history in distributed mode: the head row, then put_history */
@@ -280,7 +280,7 @@ head_to_history_routed(Datum *key)
 {
 	Datum		row[5];
 
-	if (a2_exec(&read_head, key, NULL, false, SPI_OK_SELECT) != 1)
+	if (a2_exec_latest(&read_head, key, NULL, SPI_OK_SELECT) != 1)
 		return;
 	/* the tuple table stays valid until a2_spi_end(); no column is null */
 	for (int c = 0; c < 5; c++)
@@ -289,7 +289,7 @@ head_to_history_routed(Datum *key)
 
 		row[c] = a2_col(0, c + 1, &isnull);
 	}
-	a2_exec(&put_history, row, NULL, false, SPI_OK_INSERT);
+	a2_exec_latest(&put_history, row, NULL, SPI_OK_INSERT);
 }
 
 static bool
@@ -300,7 +300,7 @@ pinned(PutContext *ctx, int64 index)
 	values[0] = CStringGetTextDatum(ctx->session_id);
 	values[1] = CStringGetTextDatum(ctx->reducer);
 	values[2] = Int64GetDatum(index);
-	a2_exec(&is_pinned, values, NULL, false, SPI_OK_SELECT);
+	a2_exec_latest(&is_pinned, values, NULL, SPI_OK_SELECT);
 	return a2_col_bool(0, 1);
 }
 
@@ -318,7 +318,7 @@ put_snapshots(PutContext *ctx)
 
 	values[0] = CStringGetTextDatum(ctx->session_id);
 	values[1] = CStringGetTextDatum(ctx->reducer);
-	has_head = a2_exec(&lock_head, values, NULL, false, SPI_OK_SELECT) > 0;
+	has_head = a2_exec_latest(&lock_head, values, NULL, SPI_OK_SELECT) > 0;
 	if (has_head)
 		head = a2_col_int64(0, 1);
 
@@ -337,15 +337,15 @@ put_snapshots(PutContext *ctx)
 				if (a2_distributed())
 					head_to_history_routed(values);
 				else
-					a2_exec(&head_to_history, values, NULL, false, SPI_OK_INSERT);
+					a2_exec_latest(&head_to_history, values, NULL, SPI_OK_INSERT);
 			}
-			a2_exec(&put_head, values, NULL, false, SPI_OK_INSERT);
-			a2_exec(&drop_history_at, values, NULL, false, SPI_OK_DELETE);
+			a2_exec_latest(&put_head, values, NULL, SPI_OK_INSERT);
+			a2_exec_latest(&drop_history_at, values, NULL, SPI_OK_DELETE);
 			has_head = true;
 			head = w->index;
 		}
 		else if (pinned(ctx, w->index))
-			a2_exec(&put_history, values, NULL, false, SPI_OK_INSERT);
+			a2_exec_latest(&put_history, values, NULL, SPI_OK_INSERT);
 	}
 	a2_spi_end();
 }
