@@ -54,6 +54,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "clock.h"
 #include "spi_plans.h"
 
 static bool cache_valid = false;
@@ -216,6 +217,7 @@ a2_spi_begin(void)
 {
 	MemoryContext caller = CurrentMemoryContext;
 
+	a2_clock_check_override();
 	if (!cache_valid)
 		refresh_cache();
 	if (SPI_connect() != SPI_OK_CONNECT)
