@@ -11,6 +11,11 @@
  *	  a2 operation calls a2_clock_now_ms() once and uses that reading for
  *	  every timestamp it writes or compares.
  *
+ *	  a2.allow_clock_override (SPEC 7.4, superuser-only): when off, a2.now
+ *	  is refused (42501) to roles that are not superusers, at every a2 call
+ *	  (a2_clock_now_ms and a2_spi_begin check it), so that a worker role
+ *	  cannot move its clock forward and take over live leases.
+ *
  * IDENTIFICATION
  *	  src/clock.c
  *
