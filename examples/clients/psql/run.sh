@@ -10,8 +10,10 @@ mask() { sed -E 's/server process with PID [0-9]+/server process with PID N/'; }
 
 # psql writes errors to stderr (the script shows their SQLSTATE on stdout).
 psql "$A2_URL" -X -q -f worker.sql
+# [restart]
 psql "$A2_LISTEN_URL" -X -q -v seen=0 -v id=order-1/packed -f listen.sql | mask
 sh -c "$A2_RESTART" >&2
 # After the restart: a new psql, LISTEN again, read from the last index seen.
 psql "$A2_LISTEN_URL" -X -q -v seen=3 -v id=order-1/shipped -f listen.sql | mask
+# [/restart]
 echo 'done'
