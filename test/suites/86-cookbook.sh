@@ -87,6 +87,8 @@ mkdir -p "$work/java"
 javac -Xlint:all -Werror -d "$work/java" -cp "$classpath" "$examples"/java/*.java
 
 a2_log "cookbook: go build (GOPATH=/usr/share/gocode, offline)"
+# go needs a build cache; keep it between runs (pgx takes a while cold).
+export GOCACHE=${GOCACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/go-build}
 for prog in pq pgx; do
 	(cd "$examples/go/$prog" && env GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= GOPROXY=off \
 		go build -o "$work/go-$prog" .)
