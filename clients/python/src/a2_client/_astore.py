@@ -1,6 +1,6 @@
 """AsyncA2Store: the asyncio client, the twin of ``_store.py``.
 
-Its calls run on its own small pool of ``psycopg.AsyncConnection``s (given
+Its calls run on its own small pool of ``psycopg.AsyncConnection[Any]``s (given
 a conninfo), on a pool you bring (anything with an async ``connection()``
 context manager, such as ``psycopg_pool.AsyncConnectionPool``), or on one
 ``AsyncConnection`` you bring.
@@ -27,7 +27,7 @@ from .models import StoredEvent
 T = TypeVar("T")
 
 
-async def fetch(conn: psycopg.AsyncConnection, call: Call[Any]) -> Any:
+async def fetch(conn: psycopg.AsyncConnection[Any], call: Call[Any]) -> Any:
     assert call.text is not None
     cur = conn.cursor(row_factory=tuple_row)
     await cur.execute(call.text, call.params, prepare=False)
@@ -38,7 +38,7 @@ async def fetch(conn: psycopg.AsyncConnection, call: Call[Any]) -> Any:
     return value
 
 
-async def run_on(conn_cm: Callable[[], AsyncContextManager[psycopg.AsyncConnection]], call: Call[T]) -> T:
+async def run_on(conn_cm: Callable[[], AsyncContextManager[psycopg.AsyncConnection[Any]]], call: Call[T]) -> T:
     if call.text is None:
         return call.decode(None)
     try:
@@ -52,7 +52,7 @@ async def run_on(conn_cm: Callable[[], AsyncContextManager[psycopg.AsyncConnecti
 class AsyncTransaction(AsyncOperations):
     """What ``store.transaction()`` yields (asyncio); see ``Transaction``."""
 
-    def __init__(self, statements: Statements, conn: psycopg.AsyncConnection) -> None:
+    def __init__(self, statements: Statements, conn: psycopg.AsyncConnection[Any]) -> None:
         super().__init__(statements, self._run_here)
         self.connection = conn
         self._depth = 0
@@ -114,7 +114,7 @@ class AsyncA2Store(AsyncOperations):
         conninfo: Optional[str] = None,
         *,
         pool: Any = None,
-        connection: Optional[psycopg.AsyncConnection] = None,
+        connection: Optional[psycopg.AsyncConnection[Any]] = None,
         max_size: int = 4,
         clock: Optional[Clock] = None,
         ids: Optional[IdSource] = None,
@@ -188,10 +188,10 @@ class AsyncA2Store(AsyncOperations):
             except Exception as err:
                 raise_mapped(err)
 
-    def using(self, conn: psycopg.AsyncConnection) -> AsyncOperations:
+    def using(self, conn: psycopg.AsyncConnection[Any]) -> AsyncOperations:
         """The store's calls on a connection you manage."""
         @asynccontextmanager
-        async def here() -> AsyncIterator[psycopg.AsyncConnection]:
+        async def here() -> AsyncIterator[psycopg.AsyncConnection[Any]]:
             yield conn
         return AsyncOperations(self._st, lambda call: run_on(here, call))
 

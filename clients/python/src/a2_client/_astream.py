@@ -147,7 +147,7 @@ class AsyncListener:
         except asyncio.TimeoutError:
             pass
 
-    async def _connect(self, life: _Life, **kwargs: Any) -> Optional[psycopg.AsyncConnection]:
+    async def _connect(self, life: _Life, **kwargs: Any) -> Optional[psycopg.AsyncConnection[Any]]:
         """A connection, or None when the listener must stop first."""
         conninfo = kwargs.pop("conninfo", "")
         attempt = asyncio.ensure_future(
@@ -161,7 +161,8 @@ class AsyncListener:
             # Nobody needs it any more: close it once it is there.
             attempt.add_done_callback(_close_when_done)
             return None
-        return attempt.result()
+        conn: psycopg.AsyncConnection[Any] = attempt.result()
+        return conn
 
     async def _life_loop(self, life: _Life) -> None:
         backoff = L.RECONNECT_MIN
@@ -205,7 +206,7 @@ class AsyncListener:
         if not life.ready.is_set():
             life.settle_one()
 
-    async def _detect(self, conn: psycopg.AsyncConnection) -> Optional[List[Node]]:
+    async def _detect(self, conn: psycopg.AsyncConnection[Any]) -> Optional[List[Node]]:
         try:
             cur = await conn.execute(L.is_distributed_sql(self._prefix), prepare=False)
             row = await cur.fetchone()
@@ -252,7 +253,7 @@ class AsyncListener:
                 await self._pause(life, backoff)
                 backoff = min(backoff * 2, L.RECONNECT_MAX)
 
-    async def _hold(self, life: _Life, conn: psycopg.AsyncConnection, tap: L.Tap,
+    async def _hold(self, life: _Life, conn: psycopg.AsyncConnection[Any], tap: L.Tap,
                     settle: Callable[[], None]) -> Tuple[bool, bool]:
         lost = False
         active = False
@@ -303,7 +304,7 @@ class AsyncListener:
         return lost, active
 
 
-def _close_when_done(attempt: "asyncio.Future[psycopg.AsyncConnection]") -> None:
+def _close_when_done(attempt: "asyncio.Future[psycopg.AsyncConnection[Any]]") -> None:
     if not attempt.cancelled() and attempt.exception() is None:
         asyncio.ensure_future(attempt.result().close())
 

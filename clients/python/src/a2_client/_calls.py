@@ -66,7 +66,7 @@ def quote_ident(name: str) -> str:
 
 def _metrics(r: Dict[str, Any]) -> Metrics:
     known = Metrics.__dataclass_fields__.keys() - {"extra"}
-    args = {k: r.get(k) for k in known}
+    args: Dict[str, Any] = {k: r.get(k) for k in known}
     for k in ("oldest_eligible_created_at", "measured_at"):
         args[k] = c.when_or_none(args[k])
     return Metrics(**args, extra={k: v for k, v in r.items() if k not in known})
@@ -74,8 +74,8 @@ def _metrics(r: Dict[str, Any]) -> Metrics:
 
 def _notify_status(r: Dict[str, Any]) -> NotifyStatus:
     known = NotifyStatus.__dataclass_fields__.keys() - {"extra"}
-    return NotifyStatus(**{k: r.get(k) for k in known},
-                        extra={k: v for k, v in r.items() if k not in known})
+    args: Dict[str, Any] = {k: r.get(k) for k in known}
+    return NotifyStatus(**args, extra={k: v for k, v in r.items() if k not in known})
 
 
 class Statements:

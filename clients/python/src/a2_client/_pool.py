@@ -24,7 +24,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from .errors import StoreUnavailableError
 
-AnyConnection = Union[psycopg.Connection, psycopg.AsyncConnection]
+AnyConnection = Union[psycopg.Connection[Any], psycopg.AsyncConnection[Any]]
 
 #: Seconds a new connection may take, unless the conninfo says otherwise.
 CONNECT_TIMEOUT = 10
@@ -64,14 +64,14 @@ class Pool:
             raise ValueError("max_size must be at least 1")
         self.conninfo = conninfo
         self.kwargs: Dict[str, Any] = {**kwargs, "autocommit": True, "prepare_threshold": None}
-        self._idle: List[psycopg.Connection] = []
+        self._idle: List[psycopg.Connection[Any]] = []
         self._slots = threading.BoundedSemaphore(max_size)
         self._lock = threading.Lock()
-        self._all: List[psycopg.Connection] = []
+        self._all: List[psycopg.Connection[Any]] = []
         self.closed = False
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
         if self.closed:
             raise StoreUnavailableError("store is closed")
         self._slots.acquire()
@@ -84,7 +84,7 @@ class Pool:
         finally:
             self._slots.release()
 
-    def _take(self) -> psycopg.Connection:
+    def _take(self) -> psycopg.Connection[Any]:
         while True:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
@@ -102,7 +102,7 @@ class Pool:
                 raise StoreUnavailableError("store is closed")
         return conn
 
-    def _give(self, conn: psycopg.Connection) -> None:
+    def _give(self, conn: psycopg.Connection[Any]) -> None:
         if _usable(conn) and conn.info.transaction_status != pq.TransactionStatus.IDLE:
             try:
                 conn.rollback()
@@ -114,7 +114,7 @@ class Pool:
         with self._lock:
             self._idle.append(conn)
 
-    def _discard(self, conn: psycopg.Connection) -> None:
+    def _discard(self, conn: psycopg.Connection[Any]) -> None:
         with self._lock:
             if conn in self._all:
                 self._all.remove(conn)
@@ -143,13 +143,13 @@ class AsyncPool:
         self.conninfo = conninfo
         self.kwargs: Dict[str, Any] = {**kwargs, "autocommit": True, "prepare_threshold": None}
         self.max_size = max_size
-        self._idle: List[psycopg.AsyncConnection] = []
-        self._all: List[psycopg.AsyncConnection] = []
+        self._idle: List[psycopg.AsyncConnection[Any]] = []
+        self._all: List[psycopg.AsyncConnection[Any]] = []
         self._slots: Optional[asyncio.Semaphore] = None  # made in the running loop
         self.closed = False
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         if self.closed:
             raise StoreUnavailableError("store is closed")
         if self._slots is None:
@@ -161,7 +161,7 @@ class AsyncPool:
             finally:
                 await self._give(conn)
 
-    async def _take(self) -> psycopg.AsyncConnection:
+    async def _take(self) -> psycopg.AsyncConnection[Any]:
         while self._idle:
             conn = self._idle.pop()
             if _usable(conn) and not _has_input(conn):
@@ -174,7 +174,7 @@ class AsyncPool:
         self._all.append(conn)
         return conn
 
-    async def _give(self, conn: psycopg.AsyncConnection) -> None:
+    async def _give(self, conn: psycopg.AsyncConnection[Any]) -> None:
         if _usable(conn) and conn.info.transaction_status != pq.TransactionStatus.IDLE:
             try:
                 await conn.rollback()
@@ -185,7 +185,7 @@ class AsyncPool:
             return
         self._idle.append(conn)
 
-    async def _discard(self, conn: psycopg.AsyncConnection) -> None:
+    async def _discard(self, conn: psycopg.AsyncConnection[Any]) -> None:
         if conn in self._all:
             self._all.remove(conn)
         await conn.close()
@@ -204,25 +204,25 @@ class AsyncPool:
 class SingleConnection:
     """One connection you bring: the store's calls take turns on it."""
 
-    def __init__(self, conn: psycopg.Connection) -> None:
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
         self._lock = threading.RLock()
         self.conninfo = conninfo_of(conn)
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
         with self._lock:
             yield self.conn
 
 
 class AsyncSingleConnection:
-    def __init__(self, conn: psycopg.AsyncConnection) -> None:
+    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
         self.conn = conn
         self._lock: Optional[asyncio.Lock] = None
         self.conninfo = conninfo_of(conn)
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:

@@ -28,7 +28,7 @@ from .models import StoredEvent
 T = TypeVar("T")
 
 
-def fetch(conn: psycopg.Connection, call: Call[Any]) -> Any:
+def fetch(conn: psycopg.Connection[Any], call: Call[Any]) -> Any:
     """Run one call's statement, unprepared; its single value (jsonb parsed)."""
     assert call.text is not None
     cur = conn.cursor(row_factory=tuple_row)
@@ -46,7 +46,7 @@ def raise_mapped(err: BaseException) -> NoReturn:
     raise mapped from err
 
 
-def run_on(conn_cm: Callable[[], ContextManager[psycopg.Connection]], call: Call[T]) -> T:
+def run_on(conn_cm: Callable[[], ContextManager[psycopg.Connection[Any]]], call: Call[T]) -> T:
     if call.text is None:
         return call.decode(None)
     try:
@@ -69,7 +69,7 @@ class Transaction(Operations):
     with the savepoint's rollback.
     """
 
-    def __init__(self, statements: Statements, conn: psycopg.Connection) -> None:
+    def __init__(self, statements: Statements, conn: psycopg.Connection[Any]) -> None:
         super().__init__(statements, self._run_here)
         #: The transaction's psycopg connection, for your own cursors.
         self.connection = conn
@@ -134,7 +134,7 @@ class A2Store(Operations):
         conninfo: Optional[str] = None,
         *,
         pool: Any = None,
-        connection: Optional[psycopg.Connection] = None,
+        connection: Optional[psycopg.Connection[Any]] = None,
         max_size: int = 4,
         clock: Optional[Clock] = None,
         ids: Optional[IdSource] = None,
@@ -213,10 +213,10 @@ class A2Store(Operations):
             except Exception as err:
                 raise_mapped(err)
 
-    def using(self, conn: psycopg.Connection) -> Operations:
+    def using(self, conn: psycopg.Connection[Any]) -> Operations:
         """The store's calls on a connection you manage (in your transaction, if one is open)."""
         @contextmanager
-        def here() -> Iterator[psycopg.Connection]:
+        def here() -> Iterator[psycopg.Connection[Any]]:
             yield conn
         return Operations(self._st, lambda call: run_on(here, call))
 

@@ -194,7 +194,7 @@ class Listener:
     def _pause(self, life: _Life, seconds: float) -> None:
         life.stop.wait(seconds)
 
-    def _connect(self, **kwargs: Any) -> psycopg.Connection:
+    def _connect(self, **kwargs: Any) -> psycopg.Connection[Any]:
         conninfo = kwargs.pop("conninfo", "")
         return psycopg.Connection.connect(with_connect_timeout(conninfo), autocommit=True, **kwargs)
 
@@ -239,7 +239,7 @@ class Listener:
         if not life.ready.is_set():
             life.settle_one()
 
-    def _detect(self, conn: psycopg.Connection) -> Optional[List[Node]]:
+    def _detect(self, conn: psycopg.Connection[Any]) -> Optional[List[Node]]:
         """The nodes to LISTEN on, or None for a single node."""
         try:
             row = conn.execute(L.is_distributed_sql(self._prefix), prepare=False).fetchone()
@@ -290,7 +290,7 @@ class Listener:
                 self._pause(life, backoff)
                 backoff = min(backoff * 2, L.RECONNECT_MAX)
 
-    def _hold(self, life: _Life, conn: psycopg.Connection, tap: L.Tap,
+    def _hold(self, life: _Life, conn: psycopg.Connection[Any], tap: L.Tap,
               settle: Optional[Callable[[], None]] = None) -> Tuple[bool, bool]:
         """One LISTEN until the connection fails or the listener must stop."""
         done = settle or (lambda: self._settle(life))

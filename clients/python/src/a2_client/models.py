@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, List, Literal, Optional, Tuple, Union
+from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
 __all__ = [
     "AlreadyRedriven",
@@ -321,7 +321,7 @@ class Metrics:
     events_inserted_estimate: int
     measured_at: datetime
     #: Columns a newer server adds (e.g. a scheduled count), by name.
-    extra: dict = field(default_factory=dict)
+    extra: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -338,7 +338,7 @@ class NotifyStatus:
     coalesced: Optional[int]
     fallbacks: Optional[int]
     dropped: Optional[int]
-    extra: dict = field(default_factory=dict)
+    extra: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
