@@ -11,7 +11,7 @@ import itertools
 import unittest
 from dataclasses import fields
 from datetime import datetime, timezone
-from typing import Any, List
+from typing import Any, Callable, Dict, List
 
 import psycopg
 
@@ -204,7 +204,9 @@ class ReadTest(StoreTest):
     def test_bounds(self) -> None:
         s = session()
         self.store.append(s, events(5))
-        idx = lambda evs: [e.index for e in evs]  # noqa: E731
+        def idx(evs: List[StoredEvent]) -> List[int]:
+            return [e.index for e in evs]
+
         self.assertEqual(idx(self.store.read(s)), [1, 2, 3, 4, 5])
         self.assertEqual(idx(self.store.read(s, after_index=2)), [3, 4, 5])
         self.assertEqual(idx(self.store.read(s, through_index=2)), [1, 2])
@@ -431,7 +433,9 @@ class PresenceTest(StoreTest):
         self.store.presence_set(ns, "alice", {"typing": None}, at=t1, seen=2, ttl_ms=5000)
         # An older write arriving later loses, and cannot bring "typing" back.
         self.store.presence_set(ns, "alice", {"typing": True, "cursor": 3}, at=h.ms(t0, -1), seen=3, ttl_ms=5000)
-        fv = lambda: [(r.field, r.value) for r in self.store.presence_read(ns)]  # noqa: E731
+        def fv() -> List[Any]:
+            return [(r.field, r.value) for r in self.store.presence_read(ns)]
+
         self.assertEqual(fv(), [("cursor", 10), ("tags", [])])
         self.store.presence_set(ns, "alice", {"cursor": 4}, at=t0, seen=3, ttl_ms=5000)  # a tie: the new write
         self.assertEqual(fv(), [("cursor", 4), ("tags", [])])
@@ -506,7 +510,8 @@ class ErrorTest(StoreTest):
         with self.assertRaises(InvalidPayloadError) as big:
             self.store.read(s, after_index=2 ** 64)
         self.assertTrue(big.exception.sqlstate and big.exception.sqlstate.startswith("22"))
-        for call in (lambda: self.store.claim(s, "w", -1),
+        calls: List[Callable[[], object]] = [
+                     lambda: self.store.claim(s, "w", -1),
                      lambda: self.store.claim(s, "w", 1, expires_at=datetime(2026, 1, 1)),  # naive
                      lambda: self.store.fail(s, 0, 1, "x", 1),
                      lambda: self.store.append(s, [NewEvent(type="t", payload={"n": {1, 2}})]),
@@ -514,7 +519,8 @@ class ErrorTest(StoreTest):
                      lambda: self.store.append(s, [NewEvent(type="t", payload=datetime.now())]),
                      lambda: self.store.append("x" * 2000, [NewEvent(type="t")]),
                      lambda: self.store.append(s, "not a list"),  # type: ignore[arg-type]
-                     lambda: self.store.presence_set(s, "p", ["x"], at=T0, seen=1, ttl_ms=1)):  # type: ignore
+                     lambda: self.store.presence_set(s, "p", ["x"], at=T0, seen=1, ttl_ms=1)]  # type: ignore
+        for call in calls:
             with self.assertRaises(InvalidPayloadError):
                 call()
         self.assertEqual(self.store.read(s), [])
@@ -576,7 +582,7 @@ class ErrorTest(StoreTest):
 class RecordingCursor(psycopg.Cursor[Any]):
     log: List[Any] = []
 
-    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> "RecordingCursor":  # type: ignore[override]
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> "RecordingCursor":
         RecordingCursor.log.append((query, kwargs.get("prepare")))
         super().execute(query, params, **kwargs)
         return self
@@ -589,7 +595,7 @@ class WireTest(StoreTest):
                                cursor_factory=RecordingCursor)
         st = A2Store(connection=conn, clock=self.clock)
         s = session()
-        calls = {
+        calls: Dict[str, Callable[[], object]] = {
             "append": lambda: st.append(s, [NewEvent(type="job")]),
             "read": lambda: st.read(s),
             "claim": lambda: st.claim(s, "w", 1000),

@@ -376,6 +376,8 @@ class AsyncStream:
             try:
                 page = await self._hub.read(self.session_id, self.last)
             except A2Error as err:
+                if self.done:
+                    continue  # closed while reading (a closed store fails its reads)
                 if err.retryable:
                     self._wake.clear()
                     try:

@@ -401,6 +401,8 @@ class Stream(Iterator[StoredEvent]):
             try:
                 page = self._hub.read(self.session_id, self.last)
             except A2Error as err:
+                if self.done:
+                    continue  # closed while reading (a closed store fails its reads)
                 if err.retryable:
                     with self._cond:
                         self._cond.wait_for(lambda: self.done, min(poll, 1.0))
