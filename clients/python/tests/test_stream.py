@@ -174,11 +174,14 @@ class StreamTest(unittest.TestCase):
 
         looping = h.background(loop)
         waiting = store.stream(s)
-        pending = h.take_async(waiting, 2)
-        h.wait_until(lambda: seen == [1], 5, "first event")
+        self.assertEqual([e.index for e in h.take(waiting, 1, 5, "first event")], [1])
+        pending = h.take_async(waiting, 1)
+        h.wait_until(lambda: seen == [1], 5, "first event of the loop")
+        h.sleep(0.05)
+        self.assertFalse(pending.done())
         store.close()
         h.within(looping, 2, "the for loop ends on close")
-        self.assertEqual([e.index for e in h.within(pending, 2, "next() returns on close")], [1])
+        self.assertEqual(h.within(pending, 2, "a waiting next() ends on close"), [])
         self.assertEqual(seen, [1])
 
     def test_close_right_after_stream_does_not_hang_and_frees_the_connection(self) -> None:

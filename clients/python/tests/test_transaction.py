@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import itertools
 import unittest
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import psycopg
 
 from . import helpers as h
 from a2_client import (
@@ -181,6 +185,62 @@ class TransactionTest(unittest.TestCase):
         self.assertEqual(row, (42,))
         with self.assertRaises(RuntimeError):
             tx.read("x")
+
+    def test_using_runs_in_your_own_transaction(self) -> None:
+        s = session()
+        with psycopg.connect(h.target(DB)) as conn:  # not autocommit: psycopg opens the transaction
+            ops = self.store.using(conn)
+            ops.append(s, [NewEvent(type="a")])
+            conn.rollback()
+            self.assertEqual(self.store.read(s), [])
+            with conn.transaction():
+                ops.append(s, [NewEvent(type="b")])
+                conn.execute("INSERT INTO shipments VALUES (%s, %s)", [s, "tea"])
+            self.assertEqual([e.type for e in self.store.read(s)], ["b"])
+        self.assertEqual(self.shipments(s), 1)
+
+    def test_a_pool_you_bring(self) -> None:
+        # The shape of psycopg_pool.ConnectionPool: connection() hands out a
+        # connection (not autocommit) and commits, or rolls back on an error.
+        class Pool:
+            def __init__(self) -> None:
+                self.conn = psycopg.connect(h.target(DB))
+                self.conninfo = h.direct(DB)
+
+            @contextmanager
+            def connection(self) -> Iterator["psycopg.Connection[Any]"]:
+                try:
+                    yield self.conn
+                except BaseException:
+                    self.conn.rollback()
+                    raise
+                else:
+                    self.conn.commit()
+
+        pool = Pool()
+        try:
+            st = A2Store(pool=pool, clock=self.clock)
+            s = session()
+            st.append(s, [NewEvent(type="order.placed")])
+            c = st.claim(s, "w", 30_000)
+            assert isinstance(c, Claimed)
+            with self.assertRaises(RuntimeError):
+                with st.transaction() as tx:
+                    tx.execute("INSERT INTO shipments VALUES (%s, %s)", [s, "tea"])
+                    tx.complete(s, 1, 1)
+                    raise RuntimeError("x")
+            self.assertEqual((self.shipments(s), self.store.read(s)[0].processed_at), (0, None))
+            with st.transaction() as tx:
+                tx.execute("INSERT INTO shipments VALUES (%s, %s)", [s, "tea"])
+                tx.complete(s, 1, 1)
+            self.assertEqual(self.shipments(s), 1)
+            self.assertIsNotNone(self.store.read(s)[0].processed_at)
+            it = st.stream(s)
+            self.assertEqual([e.index for e in h.take(it, 1, 5, "stream over a pool you bring")], [1])
+            st.close()
+            self.assertFalse(pool.conn.closed)  # yours to close
+        finally:
+            pool.conn.close()
 
     def test_connections_go_back_clean(self) -> None:
         for _ in range(10):
