@@ -39,7 +39,8 @@ each transaction's program order, on fresh copies of the fixture inside a
 transaction it rolls back (each operation in a savepoint).  A case passes
 when
   - no 40P01; no 40001 under READ COMMITTED, nor for an exact replay of an
-    append at any level (SPEC 7.2); any other error (a contract error
+    append (SPEC 7.2; under SERIALIZABLE when it is the transaction's first
+    step); any other error (a contract error
     Z2001/Z2002/Z2003 included) only where a serial order gives it too;
   - every result (JSON, session ids normalized) is what one serial order
     gives, an order that respects real time: a step that waited for the
@@ -503,8 +504,13 @@ class Run:
 
 	def replayed(self, tx, step):
 		"""The other transaction had committed the same append when this one's
-		append ran (or ran on after waiting for it): an exact replay."""
+		append ran (or ran on after waiting for it): an exact replay, which
+		must return the stored events.  Under SERIALIZABLE only when the
+		append is its transaction's first step: after an earlier read the
+		transaction may be the one a serialization failure must end."""
 		if self.ended[1 - tx] != 'committed' or not (step.after_commit or step.waited_commit):
+			return False
+		if self.level == 'ser' and step.k > 0:
 			return False
 		return any(s.op == 'append' and s.target == step.target and s.res is not None
 				   and not s.res.sqlstate for s in self.steps[1 - tx])
