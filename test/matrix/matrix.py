@@ -751,6 +751,8 @@ def main():
 					help='both commit orders under READ COMMITTED and REPEATABLE READ too')
 	args = ap.parse_args()
 	levels = args.levels.split(',')
+	if not set(levels) <= set(LEVELS):
+		ap.error('--levels takes a comma-separated subset of %s' % ','.join(LEVELS))
 	root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 	m = Matrix(root)
 	cases = [c for c in generate() if args.filter in c.name()]
