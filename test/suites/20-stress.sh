@@ -5,9 +5,11 @@
 # In a fresh database of the cluster libpq's environment names (PGHOST,
 # PGPORT, PGUSER), runs the stress driver (test/stress/run.sh: pgbench,
 # STRESS_CLIENTS clients on STRESS_SESSIONS sessions claiming, completing,
-# failing, renewing, appending with causes and lanes, and writing pinned
-# snapshots while short leases expire under them), then the invariant
-# checker (test/stress/invariants.sql).  Fails on any failed transaction,
+# failing (some with retry_after_ms backoff), renewing, appending with
+# causes, lanes and notBefore (past, now, due within 3 s, a day ahead), and
+# writing pinned snapshots while short leases expire under them), then the
+# invariant checker (test/stress/invariants.sql), which includes "no event
+# is claimed before its not_before".  Fails on any failed transaction,
 # deadlock, unexpected error or violated invariant.
 #
 # Duration: 20 s by default; A2_SOAK_SECONDS=N for a longer soak.
