@@ -14,6 +14,14 @@
 # that got new events (check_notify.py): a failed call must not leak one.
 # A backend crash ends the psql run and fails the suite; so does a
 # postmaster restart (pg_postmaster_start_time).
+# Scheduling (SPEC 7.1): events carry notBefore (past, now, future of the
+# case's a2.now, other offsets, the range's ends; bad ones -- numbers,
+# non-timestamps, infinity, beyond 8.64e15 ms -- must raise 22023 and write
+# nothing), a2_fail gets retry_after_ms (negative or overflowing: 22023),
+# no claimed event may be claimed before its notBefore, and session fz:s4
+# holds scheduled work that falls due during the run.  Those times are in
+# the wall clock's past (or decades ahead), so a notifier announcing due
+# work by the wall clock adds no NOTIFY to a chunk.
 # test/fuzz/limits.sql then checks the 1024-byte and 10,000-element limits
 # are enforced by errors, not truncation.
 #
