@@ -174,6 +174,12 @@ CREATE INDEX a2_events_available
 	ON a2_events ((COALESCE(claim_expires_at, GREATEST(not_before, created_at))), session_id)
 	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL;
 
+-- Due announcements (src/scheduler.c): each database's scheduler finds what
+-- falls due next here.  Only unprocessed, live events with a due time are
+-- in it, so it costs nothing for events without notBefore.
+CREATE INDEX a2_events_due ON a2_events (not_before)
+	WHERE not_before IS NOT NULL AND processed_at IS NULL AND failed_at IS NULL;
+
 -- a2_fail gains retry_after_ms (backoff); the old five-argument calls keep
 -- working through the default.
 DROP FUNCTION a2_fail(text, bigint, integer, text, integer);

@@ -33,6 +33,7 @@
 #include "clock.h"
 #include "distributed.h"
 #include "notify.h"
+#include "scheduler.h"
 #include "spi_plans.h"
 
 PG_FUNCTION_INFO_V1(a2_append);
@@ -481,7 +482,11 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 	}
 
 	for (int i = 0; i < count; i++)
+	{
 		put_new_event(js, session_id, base + 1 + i, &events[i], now_ms);
+		if (events[i].has_not_before && !events[i].settled)
+			a2_sched_note_due(events[i].not_before);
+	}
 	if (count > 0)
 		a2_notify_session(session_id, base + count);
 }

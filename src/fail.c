@@ -30,6 +30,7 @@
 #include "clock.h"
 #include "json_out.h"
 #include "pins.h"
+#include "scheduler.h"
 #include "spi_plans.h"
 #include "validate.h"
 
@@ -113,7 +114,10 @@ fail_attempt(FailArgs *args)
 		values[5] = BoolGetDatum(dead_letter);
 		/* backoff (SPEC 7.1): a failed attempt's event is due again later */
 		if (args->backoff && !dead_letter)
+		{
 			values[6] = Int64GetDatum(args->retry_at_ms);
+			a2_sched_note_due(args->retry_at_ms);
+		}
 		else
 			nulls[6] = 'n';
 		a2_exec_latest(&record_failure, values, nulls, SPI_OK_UPDATE);
