@@ -431,6 +431,19 @@ LANGUAGE sql STABLE AS $$
 			 GROUP BY first) t
 $$;
 
+-- Every event with a notBefore, as JSON [[session, index], ...]: the only
+-- pairs a2's scheduler may announce besides the calls' own NOTIFYs
+-- (check_notify.py).  Those of the population as well, which a redrive in
+-- the run may have cleared after an announcement.
+CREATE TABLE a2_fuzz.scheduled_seed (session_id text, idx bigint);
+
+CREATE FUNCTION a2_fuzz.scheduled_events() RETURNS json
+LANGUAGE sql STABLE AS $$
+	SELECT coalesce(json_agg(json_build_array(session_id, idx)), '[]')
+	  FROM (SELECT session_id, idx FROM a2_events WHERE not_before IS NOT NULL
+			UNION SELECT session_id, idx FROM a2_fuzz.scheduled_seed) s
+$$;
+
 -- The population the cases act on.  Fixed clock; every step is checked.
 SET a2.now = '2026-02-28 23:00:00+00';
 DO $$
@@ -502,5 +515,7 @@ BEGIN
 	-- createdAt on) does not hand the corrupt row to every call; a2_claim
 	-- on fz:corrupt still reaches it
 	UPDATE a2_events SET created_at = 4102444800000 WHERE session_id = 'fz:corrupt';
+
+	INSERT INTO a2_fuzz.scheduled_seed SELECT session_id, idx FROM a2_events WHERE not_before IS NOT NULL;
 END $$;
 RESET a2.now;

@@ -28,7 +28,7 @@ export PGDATABASE=$db
 export STRESS_SECONDS=${A2_SOAK_SECONDS:-${STRESS_SECONDS:-20}}
 
 psql -X -q -v ON_ERROR_STOP=1 -d postgres \
-	-c "DROP DATABASE IF EXISTS \"$db\"" -c "CREATE DATABASE \"$db\""
+	-c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" -c "CREATE DATABASE \"$db\""
 
 rc=0
 "$root/test/stress/run.sh" --setup || rc=1
@@ -51,7 +51,8 @@ summary=$(psql -X -At -F ' ' -c "
 	  FROM stress_outcomes")
 read -r ops refused superseded <<<"$summary"
 checked=$(sed -n 's/^\([0-9]*\) invariants checked.*/\1/p' <<<"$inv_out")
-psql -X -q -d postgres -c "DROP DATABASE \"$db\""
+# WITH (FORCE): events a day ahead keep a2's scheduler connected to it
+psql -X -q -d postgres -c "DROP DATABASE \"$db\" WITH (FORCE)"
 printf 'stress summary: %s a2 operations (%s expected Z2001/Z2002/Z2003 refusals, %s superseded outcomes) by %s clients on %s sessions in %s s; %s invariants held\n' \
 	"$ops" "$refused" "$superseded" "${STRESS_CLIENTS:-4}" "${STRESS_SESSIONS:-8}" \
 	"$STRESS_SECONDS" "$checked"
