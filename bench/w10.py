@@ -106,7 +106,7 @@ def main():
     admin.execute('CREATE DATABASE %s' % DB)
     app = psycopg.connect(dbname=DB, autocommit=True)
     app.execute('CREATE EXTENSION a2')
-    lead = 15.0
+    lead = 40.0
     t0 = time.time() + lead
     batch = 1000
     for start in range(0, a.events, batch):
