@@ -33,6 +33,13 @@
  *	  record that does not fit in the queue stays on disk and is read again
  *	  when there is room; a corrupt one is renamed to ".bad" with a WARNING.
  *
+ *	  What is not covered: the records are files, not WAL.  A standby
+ *	  promoted after a failover has the records its base backup copied,
+ *	  not the ones the old primary wrote since; a prepared transaction
+ *	  without a record is decided without an announcement there, and
+ *	  listeners, reconnecting to the new primary anyway, catch up by
+ *	  reading.
+ *
  *	  What it costs: nothing per append or per plain commit.  Per PREPARE of
  *	  a transaction that appended: one WAL flush (which PREPARE's own flush
  *	  then mostly finds done), one small file written and two fsyncs (file

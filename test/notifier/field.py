@@ -506,32 +506,39 @@ def run_faults(cl):
     waits = False
     for attempt in range(50):
         done.clear()
-        t = threading.Thread(target=hold)
+        t = threading.Thread(target=hold, daemon=True)
         t.start()
         waits = wait_for(lambda: one(ctl, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s "
                                           "AND wait_event = 'SyncRep'", (hpid,)) == 1, 1.0)
         if waits:
             break
         t.join()
-    off = cl.log_size()
-    base.append(ctl, 'f:mid', 2)
-    blocked = wait_for(lambda: one(ctl, "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)) == 'Lock')
-    report(waits and blocked, 'the worker waits for the NOTIFY lock inside its sending transaction')
-    one(ctl, 'SELECT pg_cancel_backend(%s)', (pid,))
-    recovered = wait_for(lambda: 'a2 notifier: pass failed' in cl.log_since(off))
-    st = base.status(ctl)
-    report(recovered and worker_pid(ctl) == pid and st['queue_depth'] == 1,
-           'a cancel there aborts the send, is logged, and the same worker keeps the entry', repr(st))
-    one(ctl, 'SELECT pg_cancel_backend(%s)', (hpid,))
-    done.wait(10)
-    admin.execute('ALTER SYSTEM RESET synchronous_standby_names')
-    admin.execute('SELECT pg_reload_conf()')
-    ok, got = heard(ctl, lst)
-    log = cl.log_since(off)
-    report(ok and got == [('f:mid', 2)] and worker_pid(ctl) == pid
-           and log.count('a2 notifier: pass failed') <= 4 and 'exited with exit code' not in log,
-           'once the lock is free the entry is announced once, by the same worker, after at most a few retries',
-           repr((got, log.count('a2 notifier: pass failed'))))
+    try:
+        off = cl.log_size()
+        base.append(ctl, 'f:mid', 2)
+        blocked = wait_for(lambda: ctl.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
+                                               (pid,)).fetchone() == ('Lock',))
+        report(waits and blocked, 'the worker waits for the NOTIFY lock inside its sending transaction')
+        one(ctl, 'SELECT pg_cancel_backend(%s)', (pid,))
+        recovered = wait_for(lambda: 'a2 notifier: pass failed' in cl.log_since(off))
+        st = base.status(ctl)
+        report(recovered and worker_pid(ctl) == pid and st['queue_depth'] == 1,
+               'a cancel there aborts the send, is logged, and the same worker keeps the entry', repr(st))
+        one(ctl, 'SELECT pg_cancel_backend(%s)', (hpid,))
+        done.wait(10)
+        admin.execute('ALTER SYSTEM RESET synchronous_standby_names')
+        admin.execute('SELECT pg_reload_conf()')
+        ok, got = heard(ctl, lst)
+        log = cl.log_since(off)
+        report(ok and got == [('f:mid', 2)] and worker_pid(ctl) == pid
+               and log.count('a2 notifier: pass failed') <= 4 and 'exited with exit code' not in log,
+               'once the lock is free the entry is announced once, by the same worker, after at most a few retries',
+               repr((got, log.count('a2 notifier: pass failed'))))
+    finally:
+        # whatever happened above, release the NOTIFY lock and the setting
+        admin.execute('SELECT pg_cancel_backend(%s)', (hpid,))
+        admin.execute('ALTER SYSTEM RESET synchronous_standby_names')
+        admin.execute('SELECT pg_reload_conf()')
     holder.close()
     ctl.execute('RESET synchronous_commit')
 
