@@ -80,7 +80,7 @@
 /* record kinds */
 #define A2_RECORD_PREPARED	1	/* a prepared transaction's announcements */
 /* a record larger than this is corrupt (a transaction's sessions, with ids) */
-#define A2_STORE_MAX_BYTES	(64 * 1024 * 1024)
+#define A2_STORE_MAX_BYTES	((off_t) 67108864)	/* 64 MB */
 
 typedef struct A2StoreHeader
 {

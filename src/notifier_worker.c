@@ -182,9 +182,10 @@ send_database(A2Taken *taken, int from, int to)
 	StringInfoData payload;
 	int			i;
 
-	initStringInfo(&payload);
 	MyDatabaseId = dboid;
 	StartTransactionCommand();
+	/* in the transaction's memory: freed at commit or abort */
+	initStringInfo(&payload);
 	for (i = from; i < to; i++)
 	{
 		/* sorted greatest first: only a session's first entry is sent */
@@ -197,7 +198,6 @@ send_database(A2Taken *taken, int from, int to)
 	}
 	CommitTransactionCommand();
 	MyDatabaseId = InvalidOid;
-	pfree(payload.data);
 	ereport(DEBUG1,
 			(errmsg_internal("a2 notifier: announced " INT64_FORMAT " session(s) in database %u",
 							 sent, dboid)));
@@ -318,7 +318,6 @@ a2_notifier_main(Datum main_arg)
 {
 	sigjmp_buf	local_sigjmp_buf;
 	PassState  *ps;
-	MemoryContext worker_context;
 	volatile int failures = 0;
 
 	pqsignal(SIGTERM, die);
@@ -340,10 +339,9 @@ a2_notifier_main(Datum main_arg)
 	SetConfigOption("default_transaction_isolation", "read committed",
 					PGC_SUSET, PGC_S_OVERRIDE);
 
-	worker_context = AllocSetContextCreate(TopMemoryContext, "a2 notifier",
-										   ALLOCSET_DEFAULT_SIZES);
-	ps = MemoryContextAllocZero(worker_context, sizeof(PassState));
-	ps->names = MemoryContextAlloc(worker_context,
+	/* outside transactions the worker allocates nothing else */
+	ps = MemoryContextAllocZero(TopMemoryContext, sizeof(PassState));
+	ps->names = MemoryContextAlloc(TopMemoryContext,
 								   (Size) A2_PASS_MAX * (A2_MAX_NAME_BYTES + 1));
 	a2_notifier_attach_worker();
 
@@ -366,7 +364,7 @@ a2_notifier_main(Datum main_arg)
 		LWLockReleaseAll();
 		pgstat_report_wait_end();
 		MyDatabaseId = InvalidOid;
-		MemoryContextSwitchTo(worker_context);
+		MemoryContextSwitchTo(TopMemoryContext);
 		FlushErrorState();
 		a2_notifier_unsend();
 		ps->ndone = 0;
@@ -393,7 +391,6 @@ a2_notifier_main(Datum main_arg)
 
 		ResetLatch(MyLatch);
 		idle_interrupts();
-		MemoryContextSwitchTo(worker_context);
 
 		pgstat_report_activity(STATE_RUNNING, NULL);
 		sent_before = ps->passes_sent;
