@@ -30,7 +30,8 @@
  *	  to READY and waits before trying again: 1 s after the first failure,
  *	  doubling up to 30 s while the failures go on, so a lasting condition
  *	  (PostgreSQL's notification queue full because a listener stopped
- *	  reading) costs one log line per wait, not a restart loop.  Signals:
+ *	  reading) costs a few log lines per wait, not a restart loop; before
+ *	  each retry it lets PostgreSQL drop queue pages nobody needs.  Signals:
  *	  SIGTERM ends the worker (the postmaster starts a new one 1 s later);
  *	  SIGINT (pg_cancel_backend) cancels a pass that is waiting, as an
  *	  ERROR, and is ignored while idle; SIGHUP reloads the configuration.
@@ -56,6 +57,7 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "tcop/tcopprot.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -294,6 +296,24 @@ idle_interrupts(void)
 	}
 }
 
+/*
+ * Let PostgreSQL drop notification-queue pages no listener needs any
+ * more.  It does so when a NOTIFY commit crosses a page boundary, or when
+ * pg_notification_queue_usage() is called: after the queue ran full, no
+ * NOTIFY can commit, so without the call a queue whose laggard listener
+ * has since gone stays full.  Called before each retry.
+ */
+static void
+advance_notify_tail(void)
+{
+	double		usage = DatumGetFloat8(OidFunctionCall0(F_PG_NOTIFICATION_QUEUE_USAGE));
+
+	if (usage >= 0.5)
+		ereport(LOG,
+				(errmsg("a2 notifier: PostgreSQL's notification queue is %.0f%% full", usage * 100),
+				 errhint("A session that LISTENs and does not read (idle in transaction, or a slow client) holds it; pg_notification_queue_usage() shows the fill.")));
+}
+
 /* Wait ms after a failed pass; commits that wake us do not shorten it. */
 static void
 retry_wait(long ms)
@@ -379,6 +399,7 @@ a2_notifier_main(Datum main_arg)
 						   failures)));
 		pgstat_report_activity(STATE_IDLE, NULL);
 		retry_wait(wait_ms);
+		advance_notify_tail();
 	}
 	PG_exception_stack = &local_sigjmp_buf;
 
