@@ -18,8 +18,8 @@
  *	  (magic, format version, record kind, full xid, database, item count),
  *	  the items (greatest index, a due time, the session id) and a CRC-32C.
  *	  It is written to a temporary name, fsynced, and renamed into place
- *	  with the directory fsynced (durable_rename), after the WAL that
- *	  carries the xid is flushed: so a record never names an xid that
+ *	  with the directory fsynced, after the WAL that carries the xid is
+ *	  flushed: so a record never names an xid that
  *	  recovery could hand out again.  It is removed when its entries were
  *	  announced (after the NOTIFY committed) or dropped (the transaction
  *	  aborted); the removal is not fsynced, since a record that reappears
@@ -119,7 +119,7 @@ ensure_dir(void)
 				(errcode_for_file_access(),
 				 errmsg("could not create directory \"%s\": %m", A2_STORE_DIR)));
 	/* the new directory's entry in the data directory, durably */
-	fsync_fname(".", true);
+	(void) fsync_fname_ext(".", true, false, ERROR);
 }
 
 void
@@ -186,12 +186,26 @@ a2_store_write_prepared(FullTransactionId fxid, Oid dboid,
 				(errcode_for_file_access(),
 				 errmsg("could not write file \"%s\": %m", tmp)));
 	}
+	if (pg_fsync(fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not fsync file \"%s\": %m", tmp)));
 	if (CloseTransientFile(fd) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not close file \"%s\": %m", tmp)));
-	/* fsyncs the file, renames it, fsyncs the directory */
-	(void) durable_rename(tmp, path, ERROR);
+
+	/*
+	 * Into place, and the directory entry made durable.  Two fsyncs, one
+	 * fewer than durable_rename: the file is complete and synced before it
+	 * gets its name.  A failed fsync fails the PREPARE; its record is then
+	 * one of an aborted transaction, dropped when read.
+	 */
+	if (rename(tmp, path) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rename file \"%s\" to \"%s\": %m", tmp, path)));
+	(void) fsync_fname_ext(A2_STORE_DIR, true, false, ERROR);
 	pfree(buf.data);
 }
 
