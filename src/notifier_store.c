@@ -41,9 +41,10 @@
  *	  reading.
  *
  *	  What it costs: nothing per append or per plain commit.  Per PREPARE of
- *	  a transaction that appended: one WAL flush (which PREPARE's own flush
- *	  then mostly finds done), one small file written and two fsyncs (file
- *	  and directory); per announced prepared transaction one unlink.
+ *	  a transaction that appended: one WAL flush of its own (PREPARE then
+ *	  flushes its prepare record as before), one small file written and two
+ *	  fsyncs (file and directory) -- four syncs where a plain PREPARE has
+ *	  one; per announced prepared transaction one unlink.
  *
  *	  Room to grow (SPEC 7.1, announcements of due events): each item has a
  *	  due time (0 = when the transaction commits), and the header a record
