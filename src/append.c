@@ -33,13 +33,14 @@
 #include "clock.h"
 #include "distributed.h"
 #include "notify.h"
+#include "scheduler.h"
 #include "spi_plans.h"
 
 PG_FUNCTION_INFO_V1(a2_append);
 
 static A2Statement session_pending = {
 	.sql = "SELECT EXISTS (SELECT 1 FROM @extschema@.a2_events e"
-	"                WHERE e.session_id = $1 AND e.processed_at IS NULL)",
+	"                WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL)",
 	.nargs = 1, .argtypes = {TEXTOID}
 };
 
@@ -60,30 +61,31 @@ static A2Statement session_pending = {
 #define INSERT_BATCH_SQL(on_conflict) \
 	"WITH st AS MATERIALIZED (" \
 	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e" \
-	"                    WHERE e.session_id = $1 ORDER BY e.idx DESC LIMIT 1)," \
+	"                    WHERE e.session_id OPERATOR(pg_catalog.=) $1 ORDER BY e.idx DESC LIMIT 1)," \
 	"                  " A2_RETIRED_MARK_TOKEN ", 0) AS base," \
 	"         CASE WHEN $10 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events e" \
-	"                  WHERE e.session_id = $1 AND e.processed_at IS NULL) END AS pending" \
+	"                  WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL) END AS pending" \
 	"), ins AS (" \
 	"  INSERT INTO @extschema@.a2_events" \
 	"    (session_id, idx, event_type, payload, event_id, created_at," \
-	"     cause, lane, lane_ready, processed_at)" \
-	"  SELECT $1, st.base + i.ord, i.event_type, i.payload, i.event_id, $2," \
+	"     cause, lane, lane_ready, processed_at" A2_NB(", not_before", "") ")" \
+	"  SELECT $1, st.base OPERATOR(pg_catalog.+) i.ord, i.event_type, i.payload, i.event_id, $2," \
 	"         i.cause, i.lane," \
 	"         i.lane IS NULL OR (NOT i.batch_blocked AND NOT EXISTS (" \
 	"           SELECT 1 FROM @extschema@.a2_events p" \
-	"            WHERE p.session_id = $1 AND p.lane = i.lane AND p.processed_at IS NULL))," \
-	"         CASE WHEN i.settled THEN $2 END" \
-	"    FROM st, ROWS FROM (unnest($3), unnest($4), unnest($5), unnest($6)," \
-	"                        unnest($7), unnest($8), unnest($9)) WITH ORDINALITY" \
-	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, ord)" \
+	"            WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) i.lane AND p.processed_at IS NULL))," \
+	"         CASE WHEN i.settled THEN $2 END" A2_NB(", i.not_before", "") \
+	"    FROM st, ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)," \
+	"                        pg_catalog.unnest($7), pg_catalog.unnest($8), pg_catalog.unnest($9)," \
+	"                        pg_catalog.unnest($11)) WITH ORDINALITY" \
+	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, not_before, ord)" \
 	on_conflict \
 	"  RETURNING 1" \
-	") SELECT st.base, st.pending, (SELECT count(*) FROM ins) FROM st"
+	") SELECT st.base, st.pending, (SELECT pg_catalog.count(*) FROM ins) FROM st"
 
 #define INSERT_BATCH_ARGS \
-	.nargs = 10, .argtypes = {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
-	JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID, BOOLOID}
+	.nargs = 11, .argtypes = {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
+	JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID, BOOLOID, INT8ARRAYOID}
 
 static A2Statement insert_batch = {
 	.sql = INSERT_BATCH_SQL("  ON CONFLICT (event_id) DO NOTHING"), INSERT_BATCH_ARGS
@@ -101,22 +103,22 @@ static A2Statement insert_generated = {
 #define INSERT_ONE_SQL(on_conflict) \
 	"INSERT INTO @extschema@.a2_events AS e" \
 	"  (session_id, idx, event_type, payload, event_id, created_at," \
-	"   cause, lane, lane_ready, processed_at)" \
+	"   cause, lane, lane_ready, processed_at" A2_NB(", not_before", "") ")" \
 	" VALUES ($1," \
 	"   COALESCE((SELECT x.idx FROM @extschema@.a2_events x" \
-	"              WHERE x.session_id = $1 ORDER BY x.idx DESC LIMIT 1)," \
-	"            " A2_RETIRED_MARK_TOKEN ", 0) + 1," \
+	"              WHERE x.session_id OPERATOR(pg_catalog.=) $1 ORDER BY x.idx DESC LIMIT 1)," \
+	"            " A2_RETIRED_MARK_TOKEN ", 0) OPERATOR(pg_catalog.+) 1," \
 	"   $3, $4, $5, $2, $6, $7," \
 	"   $7 IS NULL OR NOT EXISTS (SELECT 1 FROM @extschema@.a2_events p" \
-	"              WHERE p.session_id = $1 AND p.lane = $7 AND p.processed_at IS NULL)," \
-	"   CASE WHEN $8 THEN $2 END)" \
+	"              WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) $7 AND p.processed_at IS NULL)," \
+	"   CASE WHEN $8 THEN $2 END" A2_NB(", $10", "") ")" \
 	on_conflict \
 	" RETURNING e.idx, CASE WHEN $9 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events q" \
-	"              WHERE q.session_id = $1 AND q.processed_at IS NULL) END"
+	"              WHERE q.session_id OPERATOR(pg_catalog.=) $1 AND q.processed_at IS NULL) END"
 
 #define INSERT_ONE_ARGS \
-	.nargs = 9, .argtypes = {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID, \
-	BOOLOID, BOOLOID}
+	.nargs = 10, .argtypes = {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID, \
+	BOOLOID, BOOLOID, INT8OID}
 
 static A2Statement insert_one = {
 	.sql = INSERT_ONE_SQL(" ON CONFLICT (event_id) DO NOTHING"), INSERT_ONE_ARGS
@@ -132,12 +134,12 @@ static A2Statement insert_one_generated = {
  * rows can hold them (and a query across sessions would touch every shard).
  */
 static A2Statement find_existing_id = {
-	.sql = "SELECT e.event_id FROM unnest($1) WITH ORDINALITY AS i(id, ord)"
-	"  JOIN @extschema@.a2_events e ON e.event_id = i.id"
-	" WHERE NOT (e.session_id = $2 AND e.idx > $3)"
+	.sql = "SELECT e.event_id FROM pg_catalog.unnest($1) WITH ORDINALITY AS i(id, ord)"
+	"  JOIN @extschema@.a2_events e ON e.event_id OPERATOR(pg_catalog.=) i.id"
+	" WHERE NOT (e.session_id OPERATOR(pg_catalog.=) $2 AND e.idx OPERATOR(pg_catalog.>) $3)"
 	" ORDER BY i.ord LIMIT 1",
 	.dist_sql = "SELECT e.event_id FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $2 AND e.idx <= $3 AND e.event_id = ANY ($1)"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $2 AND e.idx OPERATOR(pg_catalog.<=) $3 AND e.event_id OPERATOR(pg_catalog.=) ANY ($1)"
 	" ORDER BY pg_catalog.array_position($1, e.event_id) LIMIT 1",
 	.nargs = 3, .argtypes = {TEXTARRAYOID, TEXTOID, INT8OID}
 };
@@ -145,12 +147,12 @@ static A2Statement find_existing_id = {
 /* $2, the session, only narrows the distributed form (see above) */
 static A2Statement events_by_ids = {
 	.sql = "SELECT " A2_EVENT_COLUMNS
-	"  FROM unnest($1) WITH ORDINALITY AS i(id, ord)"
-	"  JOIN @extschema@.a2_events e ON e.event_id = i.id"
+	"  FROM pg_catalog.unnest($1) WITH ORDINALITY AS i(id, ord)"
+	"  JOIN @extschema@.a2_events e ON e.event_id OPERATOR(pg_catalog.=) i.id"
 	" ORDER BY i.ord",
 	.dist_sql = "SELECT " A2_EVENT_COLUMNS
 	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $2 AND e.event_id = ANY ($1)"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $2 AND e.event_id OPERATOR(pg_catalog.=) ANY ($1)"
 	" ORDER BY pg_catalog.array_position($1, e.event_id)",
 	.nargs = 2, .argtypes = {TEXTARRAYOID, TEXTOID}
 };
@@ -158,7 +160,7 @@ static A2Statement events_by_ids = {
 static A2Statement lock_parents = {
 	.sql = "SELECT e.idx, e.attempt_count, e.failed_at IS NOT NULL"
 	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.idx = ANY ($2)"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
 	" ORDER BY e.idx FOR UPDATE",
 	.nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
 };
@@ -168,7 +170,7 @@ a2_session_has_pending(const char *session_id)
 {
 	Datum		values[1] = {CStringGetTextDatum(session_id)};
 
-	a2_exec(&session_pending, values, NULL, false, SPI_OK_SELECT);
+	a2_exec_latest(&session_pending, values, NULL, SPI_OK_SELECT);
 	return a2_col_bool(0, 1);
 }
 
@@ -178,13 +180,25 @@ a2_fetch_events_by_ids(const char *session_id, char **ids, int count)
 	Datum		values[2] = {a2_text_array(ids, count),
 	CStringGetTextDatum(session_id)};
 
-	return a2_exec(&events_by_ids, values, NULL, false, SPI_OK_SELECT);
+	return a2_exec_latest(&events_by_ids, values, NULL, SPI_OK_SELECT);
 }
 
 static bool
 jsonb_equal(Datum a, Jsonb *b)
 {
 	return DatumGetBool(DirectFunctionCall2(jsonb_eq, a, JsonbPGetDatum(b)));
+}
+
+/* A replay repeats notBefore too (SPEC 7.1): both absent, or equal. */
+static bool
+not_before_matches(uint64 row, const A2EventInput *ev)
+{
+	bool		isnull;
+	Datum		stored = a2_col(row, A2C_NOT_BEFORE, &isnull);
+
+	if (isnull != !ev->has_not_before)
+		return false;
+	return isnull || DatumGetInt64(stored) == ev->not_before;
 }
 
 bool
@@ -202,6 +216,8 @@ a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cause)
 		(lane != NULL && strcmp(lane, ev->lane) != 0))
 		return false;
 	if (isnull || !jsonb_equal(payload, ev->payload))
+		return false;
+	if (!not_before_matches(row, ev))
 		return false;
 	if (check_cause)
 	{
@@ -312,6 +328,8 @@ put_new_event(A2Json *js, const char *session_id, int64 idx,
 	a2j_null(js, "failedAt");
 	a2j_null(js, "claimHolder");
 	a2j_null(js, "claimExpiresAt");
+	if (ev->has_not_before)
+		a2j_iso(js, "notBefore", ev->not_before);
 	a2j_end_object(js);
 }
 
@@ -327,8 +345,8 @@ static void
 insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 			  bool need_pending, InsertOutcome *out)
 {
-	Datum		values[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		values[10];
+	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 	values[0] = session;
 	values[1] = Int64GetDatum(now_ms);
@@ -345,6 +363,10 @@ insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 		nulls[6] = 'n';
 	values[7] = BoolGetDatum(ev->settled);
 	values[8] = BoolGetDatum(need_pending);
+	if (ev->has_not_before)
+		values[9] = Int64GetDatum(ev->not_before);
+	else
+		nulls[9] = 'n';
 
 	out->inserted = a2_exec_latest(generated ? &insert_one_generated : &insert_one,
 								   values, nulls, SPI_OK_INSERT_RETURNING);
@@ -358,7 +380,7 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 				  int64 now_ms, bool generated, bool need_pending,
 				  InsertOutcome *out)
 {
-	Datum		values[10];
+	Datum		values[11];
 	char	  **types = palloc(sizeof(char *) * count);
 	char	  **ids = palloc(sizeof(char *) * count);
 	char	  **lanes = palloc(sizeof(char *) * count);
@@ -366,6 +388,8 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 	Jsonb	  **causes = palloc(sizeof(Jsonb *) * count);
 	bool	   *blocked = palloc(sizeof(bool) * count);
 	bool	   *settled = palloc(sizeof(bool) * count);
+	int64	   *not_before = palloc(sizeof(int64) * count);
+	bool	   *no_not_before = palloc(sizeof(bool) * count);
 
 	batch_blocked_lanes(events, count, blocked);
 	for (int i = 0; i < count; i++)
@@ -376,6 +400,8 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 		payloads[i] = events[i].payload;
 		causes[i] = events[i].cause;
 		settled[i] = events[i].settled;
+		not_before[i] = events[i].not_before;
+		no_not_before[i] = !events[i].has_not_before;
 	}
 	values[0] = session;
 	values[1] = Int64GetDatum(now_ms);
@@ -387,6 +413,7 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 	values[7] = a2_bool_array(blocked, count);
 	values[8] = a2_bool_array(settled, count);
 	values[9] = BoolGetDatum(need_pending);
+	values[10] = a2_int8_array(not_before, no_not_before, count);
 	a2_exec_latest(generated ? &insert_generated : &insert_batch,
 				   values, NULL, SPI_OK_SELECT);
 	out->base = a2_col_int64(0, 1);
@@ -455,7 +482,11 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 	}
 
 	for (int i = 0; i < count; i++)
+	{
 		put_new_event(js, session_id, base + 1 + i, &events[i], now_ms);
+		if (events[i].has_not_before && !events[i].settled)
+			a2_sched_note_due(events[i].not_before);
+	}
 	if (count > 0)
 		a2_notify_session(session_id, base + count);
 }
@@ -534,7 +565,7 @@ check_fence(const char *session_id, A2EventInput *events, int count)
 
 	values[0] = CStringGetTextDatum(session_id);
 	values[1] = a2_int8_array(idxs, NULL, n);
-	found = a2_exec(&lock_parents, values, NULL, false, SPI_OK_SELECT);
+	found = a2_exec_latest(&lock_parents, values, NULL, SPI_OK_SELECT);
 
 	for (int i = 0; i < count; i++)
 	{

@@ -11,6 +11,11 @@
  *	  a2 operation calls a2_clock_now_ms() once and uses that reading for
  *	  every timestamp it writes or compares.
  *
+ *	  a2.allow_clock_override (SPEC 7.4, superuser-only): when off, a2.now
+ *	  is refused (42501) to roles that are not superusers, at every a2 call
+ *	  (a2_clock_now_ms and a2_spi_begin check it), so that a worker role
+ *	  cannot move its clock forward and take over live leases.
+ *
  * IDENTIFICATION
  *	  src/clock.c
  *
@@ -19,6 +24,7 @@
 #include "postgres.h"
 
 #include "common/int.h"
+#include "miscadmin.h"
 #include "utils/datetime.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -35,7 +41,10 @@
  */
 #define A2_MAX_EPOCH_MS INT64CONST(8640000000000000)
 
+static int64 timestamptz_to_ms(TimestampTz ts);
+
 static char *a2_now_setting = NULL;
+static bool a2_allow_clock_override = true;
 static bool a2_now_fixed = false;
 static TimestampTz a2_now_value = 0;
 
@@ -129,6 +138,28 @@ a2_clock_define_guc(void)
 							   check_a2_now,
 							   assign_a2_now,
 							   NULL);
+	DefineCustomBoolVariable("a2.allow_clock_override",
+							 "Honours a2.now for roles that are not superusers.",
+							 "Off: a non-superuser whose a2.now is set gets an "
+							 "error (42501) from every a2 call.  Turn it off in "
+							 "production, so that no worker role can move its "
+							 "clock and take over live leases.",
+							 &a2_allow_clock_override,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+void
+a2_clock_check_override(void)
+{
+	if (a2_now_fixed && !a2_allow_clock_override && !superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("a2.now is set, but a2.allow_clock_override is off"),
+				 errdetail("Only a superuser may fix the a2 store clock while a2.allow_clock_override is off; nothing was written."),
+				 errhint("RESET a2.now.")));
 }
 
 static int64
@@ -145,6 +176,7 @@ timestamptz_to_ms(TimestampTz ts)
 int64
 a2_clock_now_ms(void)
 {
+	a2_clock_check_override();
 	return timestamptz_to_ms(a2_now_fixed ? a2_now_value : GetCurrentTimestamp());
 }
 
@@ -167,17 +199,34 @@ a2_timestamptz_to_ms(TimestampTz ts, const char *argname)
 }
 
 int64
-a2_add_ttl(int64 now_ms, int64 ttl_ms)
+a2_add_ms(int64 now_ms, int64 ms, const char *argname)
 {
 	int64		result;
 
-	if (pg_add_s64_overflow(now_ms, ttl_ms, &result) ||
+	if (pg_add_s64_overflow(now_ms, ms, &result) ||
 		result > A2_MAX_EPOCH_MS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("\"ttl_ms\" is out of range"),
-				 errdetail("now + ttl_ms (" INT64_FORMAT " + " INT64_FORMAT
+				 errmsg("\"%s\" is out of range", argname),
+				 errdetail("now + %s (" INT64_FORMAT " + " INT64_FORMAT
 						   ") exceeds the largest representable timestamp.",
-						   now_ms, ttl_ms)));
+						   argname, now_ms, ms)));
 	return result;
+}
+
+int64
+a2_add_ttl(int64 now_ms, int64 ttl_ms)
+{
+	return a2_add_ms(now_ms, ttl_ms, "ttl_ms");
+}
+
+bool
+a2_parse_timestamp_ms(const char *str, int64 *ms)
+{
+	TimestampTz ts;
+
+	if (!parse_timestamptz(str, &ts))
+		return false;
+	*ms = timestamptz_to_ms(ts);
+	return *ms <= A2_MAX_EPOCH_MS && *ms >= -A2_MAX_EPOCH_MS;
 }

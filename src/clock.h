@@ -17,6 +17,13 @@
 
 extern void a2_clock_define_guc(void);
 
+/*
+ * Raise 42501 when a2.now is set, a2.allow_clock_override is off and the
+ * current user is not a superuser (SPEC 7.4).  a2_clock_now_ms() and
+ * a2_spi_begin() call it, so every a2 operation does.
+ */
+extern void a2_clock_check_override(void);
+
 /* One reading of the store clock, in epoch milliseconds. */
 extern int64 a2_clock_now_ms(void);
 
@@ -25,5 +32,15 @@ extern int64 a2_timestamptz_to_ms(TimestampTz ts, const char *argname);
 
 /* now + ttl_ms, raising 22023 on overflow. */
 extern int64 a2_add_ttl(int64 now_ms, int64 ttl_ms);
+
+/* now + ms, raising 22023 naming `argname` on overflow. */
+extern int64 a2_add_ms(int64 now_ms, int64 ms, const char *argname);
+
+/*
+ * Parse a timestamp string (ISO 8601 or any timestamptz literal) into epoch
+ * milliseconds without raising: false when it is not a finite timestamp
+ * within JavaScript's Date range.
+ */
+extern bool a2_parse_timestamp_ms(const char *str, int64 *ms);
 
 #endif							/* A2_CLOCK_H */

@@ -17,10 +17,12 @@
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
 #include "a2.h"
+#include "clock.h"
 #include "json_out.h"
 #include "validate.h"
 
@@ -166,6 +168,7 @@ check_keys(JsonbContainer *obj, const char *const *accepted,
 	{
 		StringInfoData list;
 		char	   *key;
+		int			keylen;
 		bool		known = false;
 
 		if (tok != WJB_KEY)
@@ -179,20 +182,25 @@ check_keys(JsonbContainer *obj, const char *const *accepted,
 		initStringInfo(&list);
 		for (const char *const *a = accepted; *a != NULL; a++)
 			appendStringInfo(&list, "%s%s", a == accepted ? "" : ", ", *a);
-		/* quote the key as the input spelled it, even if long or odd */
-		key = pnstrdup(v.val.string.val, Min(v.val.string.len, 64));
+		/*
+		 * Quote the key as the input spelled it, even if long or odd: at
+		 * most 64 bytes, cut at a character boundary so that the message
+		 * stays valid in every client encoding.
+		 */
+		keylen = pg_mbcliplen(v.val.string.val, v.val.string.len, 64);
+		key = pnstrdup(v.val.string.val, keylen);
 		if (session_id)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unknown key \"%s%s\" in %s for session \"%s\"",
-							key, v.val.string.len > 64 ? "..." : "", path, session_id),
+							key, keylen < v.val.string.len ? "..." : "", path, session_id),
 					 errdetail("The key is not part of the a2 contract; nothing was written."),
 					 errhint("Accepted keys in %s: %s.", path, list.data)));
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unknown key \"%s%s\" in %s",
-							key, v.val.string.len > 64 ? "..." : "", path),
+							key, keylen < v.val.string.len ? "..." : "", path),
 					 errdetail("The key is not part of the a2 contract; nothing was written."),
 					 errhint("Accepted keys in %s: %s.", path, list.data)));
 	}
@@ -243,8 +251,8 @@ a2_json_check_keys(JsonbContainer *obj, const char *const *accepted,
 
 /* The keys of SPEC section 3's input shapes for append and complete */
 static const char *const cause_keys[] = {"index", "attempt", "batchSize", NULL};
-static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", NULL};
-static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", NULL};
+static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", "notBefore", NULL};
+static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", "notBefore", NULL};
 
 static void
 parse_cause(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
@@ -344,6 +352,19 @@ a2_parse_events(Jsonb *events, const char *session_id, bool for_complete,
 			if (f.type != jbvBool)
 				a2_invalid("events", session_id, "events[%d].settled must be a boolean.", i);
 			ev->settled = f.val.boolean;
+		}
+
+		if (a2_json_field(obj, "notBefore", &f))
+		{
+			char	   *text;
+
+			if (f.type != jbvString)
+				a2_invalid("events", session_id, "events[%d].notBefore must be a timestamp string.", i);
+			text = pnstrdup(f.val.string.val, f.val.string.len);
+			if (!a2_parse_timestamp_ms(text, &ev->not_before))
+				a2_invalid("events", session_id,
+						   "events[%d].notBefore must be a finite timestamp within 8.64e15 milliseconds of 1970-01-01.", i);
+			ev->has_not_before = true;
 		}
 	}
 	*count = n;
