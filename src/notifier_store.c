@@ -46,16 +46,14 @@
  *	  fsyncs (file and directory) -- four syncs where a plain PREPARE has
  *	  one; per announced prepared transaction one unlink.
  *
- *	  Room to grow (SPEC 7.1, announcements of due events): each item has a
- *	  due time (0 = when the transaction commits), and the header a record
- *	  kind, so a later version can keep "announce (session, index) at time
- *	  T once xid committed" records here in the same way -- written at
- *	  pre-commit by transactions that add delayed events, judged by the same
- *	  rule, removed once due and announced.  Such a version must decide
- *	  whether to pay a file and fsync per such commit, or to write only the
- *	  in-memory entry and rebuild due announcements after a restart from
- *	  a2_events (not_before > now).  Readers refuse versions and kinds they
- *	  do not know (".bad"), so an older a2 never misreads a newer record.
+ *	  Room to grow: each item has a due time (0 = when the transaction
+ *	  commits) and the header a record kind, so a later version can keep
+ *	  other announcements here -- written at pre-commit, judged by the same
+ *	  rule, removed once made.  SPEC 7.1's due announcements took the other
+ *	  way a restart can recover them: scheduler.c rebuilds them from
+ *	  a2_events.not_before, at no cost per commit.  Readers refuse versions
+ *	  and kinds they do not know (".bad"), so an older a2 never misreads a
+ *	  newer record.
  *
  * IDENTIFICATION
  *	  src/notifier_store.c
