@@ -5,6 +5,6 @@
 # worker's RecentXmin made 2^31 stale (gdb); an entry whose clog is gone.
 # See test/notifier/field.py (xids) for the checks.
 
-# shellcheck source=test/suites/notifier-field.sh
-. "$(dirname "${BASH_SOURCE[0]}")/notifier-field.sh"
+# shellcheck source=test/notifier/field-suite.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../notifier/field-suite.sh"
 notifier_field xids

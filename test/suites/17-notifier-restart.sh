@@ -5,6 +5,6 @@
 # are not; more durable records than the queue holds; a corrupt record.
 # See test/notifier/field.py (restart) for the checks.
 
-# shellcheck source=test/suites/notifier-field.sh
-. "$(dirname "${BASH_SOURCE[0]}")/notifier-field.sh"
+# shellcheck source=test/notifier/field-suite.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../notifier/field-suite.sh"
 notifier_field restart

@@ -6,6 +6,6 @@
 # notification queue filled to the brim, 8 GB), bad a2.notify_queue_size.
 # See test/notifier/field.py (faults) for the checks.
 
-# shellcheck source=test/suites/notifier-field.sh
-. "$(dirname "${BASH_SOURCE[0]}")/notifier-field.sh"
+# shellcheck source=test/notifier/field-suite.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../notifier/field-suite.sh"
 notifier_field faults

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 #
-# test/suites/notifier-field.sh: sourced (not run) by the suites
+# test/notifier/field-suite.sh: sourced (not run) by the suites
 # 16-notifier-xids.sh, 17-notifier-restart.sh and 18-notifier-faults.sh.
 # notifier_field MODE runs test/notifier/field.py MODE on a throwaway
 # cluster under a temporary directory (port A2_NOTIFIER_PGPORT, default
