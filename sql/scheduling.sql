@@ -99,6 +99,9 @@ SELECT a2_fail('sched-f', 1, 1, 'upstream 503', 5, 30000);
 SELECT e ->> 'notBefore' AS not_before, e ->> 'claimHolder' AS holder
   FROM jsonb_array_elements(a2_read('sched-f')) e;
 SELECT pg_temp.claimed(a2_claim('sched-f', 'w', 60000));
+-- an exact retry of the original append is still a replay (the backoff
+-- rewrote not_before; a replay compares it only while never claimed)
+SELECT jsonb_path_query_array(a2_append('sched-f', '[{"id": "sched-f1", "type": "flaky"}]'), '$.events[*].index') AS replayed;
 -- the idempotent repeat of the failed call changes nothing
 SET a2.now = '2026-07-03 00:00:05+00';
 SELECT a2_fail('sched-f', 1, 1, 'upstream 503', 5, 60000);
@@ -136,16 +139,22 @@ SET a2.now = '2026-07-04 01:00:00+00';
 SELECT pg_temp.claimed(a2_claim('sched-t', 'w', 60000));
 
 --
--- 5. Replay compares notBefore like type, payload, lane and cause.
+-- 5. Replay compares notBefore like type, payload, lane and cause, while
+-- the event was never claimed (a backoff or a redrive rewrites it: see 3).
 --
-SELECT jsonb_path_query_array(a2_append('sched-a', '[
-    {"id": "sched-a1", "type": "remind", "notBefore": "2026-07-01T00:10:00.000Z"},
-    {"id": "sched-a2", "type": "now"},
-    {"id": "sched-a3", "type": "literal", "notBefore": "2026-07-01 02:10:00+02"}
+SELECT jsonb_path_query_array(a2_append('sched-r', '[
+    {"id": "sched-r1", "type": "remind", "notBefore": "2026-12-01T00:10:00.000Z"},
+    {"id": "sched-r2", "type": "now"}
+  ]'), '$.events[*].index') AS appended;
+SELECT jsonb_path_query_array(a2_append('sched-r', '[
+    {"id": "sched-r1", "type": "remind", "notBefore": "2026-12-01 01:10:00+01"},
+    {"id": "sched-r2", "type": "now"}
   ]'), '$.events[*].index') AS replayed;
-SELECT a2_append('sched-a', '[{"id": "sched-a1", "type": "remind"}]');
-SELECT a2_append('sched-a', '[{"id": "sched-a2", "type": "now", "notBefore": "2026-07-01T00:10:00Z"}]');
-SELECT a2_append('sched-a', '[{"id": "sched-a1", "type": "remind", "notBefore": "2026-07-01T00:10:00.001Z"}]');
+SELECT a2_append('sched-r', '[{"id": "sched-r1", "type": "remind"}, {"id": "sched-r2", "type": "now"}]');
+SELECT a2_append('sched-r', '[{"id": "sched-r1", "type": "remind", "notBefore": "2026-12-01T00:10:00Z"},
+                              {"id": "sched-r2", "type": "now", "notBefore": "2026-12-01T00:10:00Z"}]');
+SELECT a2_append('sched-r', '[{"id": "sched-r1", "type": "remind", "notBefore": "2026-12-01T00:10:00.001Z"},
+                              {"id": "sched-r2", "type": "now"}]');
 
 --
 -- 6. a2_claim_next orders by when work became available, due times
@@ -192,6 +201,9 @@ SELECT a2_append('sched-bad', '[{"type": "x", "notBefore": 1767225600000}]');
 SELECT a2_append('sched-bad', '[{"type": "x", "notBefore": "next tuesday"}]');
 SELECT a2_append('sched-bad', '[{"type": "x", "notBefore": "infinity"}]');
 SELECT a2_append('sched-bad', '[{"type": "x", "notBefore": "275760-09-14T00:00:00Z"}]');
+-- relative words read the server's wall clock, not a2.now: refused
+SELECT a2_append('sched-bad', '[{"type": "x", "notBefore": "tomorrow"}]');
+SELECT a2_append('sched-bad', '[{"type": "x", "notBefore": "now"}]');
 SELECT a2_append('sched-bad', '[{"type": "x"}, {"type": "y", "notbefore": "2026-07-05T00:00:00Z"}]');
 \echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS written FROM a2_events WHERE session_id = 'sched-bad';

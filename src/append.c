@@ -189,12 +189,21 @@ jsonb_equal(Datum a, Jsonb *b)
 	return DatumGetBool(DirectFunctionCall2(jsonb_eq, a, JsonbPGetDatum(b)));
 }
 
-/* A replay repeats notBefore too (SPEC 7.1): both absent, or equal. */
+/*
+ * A replay repeats notBefore too (SPEC 7.1): both absent, or equal.  Only
+ * while the event was never claimed: a backoff (a2_fail's retry_after_ms)
+ * and a redrive rewrite not_before, so the stored value no longer says what
+ * was appended, and an exact retry must still be recognised (found by the
+ * stress suite's replay probe).
+ */
 static bool
 not_before_matches(uint64 row, const A2EventInput *ev)
 {
 	bool		isnull;
 	Datum		stored = a2_col(row, A2C_NOT_BEFORE, &isnull);
+
+	if (a2_col_int64(row, A2C_ATTEMPT_COUNT) > 0)
+		return true;
 
 	if (isnull != !ev->has_not_before)
 		return false;
@@ -436,6 +445,8 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 			events[i].id = generate_event_id();
 		else
 			all_generated = false;
+		if (events[i].has_not_before)
+			a2_require_not_before();
 	}
 	if (a2_distributed())
 	{
@@ -492,6 +503,21 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 }
 
 /*
+ * notBefore needs 0.3.0's a2_events.not_before: refuse it (0A000) while a
+ * new library serves 0.2.0 objects, rather than drop it silently.
+ */
+void
+a2_require_not_before(void)
+{
+	if (!a2_has_not_before())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("scheduling needs the a2 0.3.0 tables"),
+				 errdetail("notBefore and retry_after_ms are stored in a2_events.not_before, which this database does not have yet; nothing was written."),
+				 errhint("Run ALTER EXTENSION a2 UPDATE.")));
+}
+
+/*
  * Replay detection.  Returns true (and fills `js`) when every event of the
  * batch is already stored in this session with the same content.
  */
@@ -541,7 +567,7 @@ detect_replay(const char *session_id, A2EventInput *events, int count,
 					 errmsg("replayed event \"%s\" differs from stored event %lld of session \"%s\"",
 							events[i].id,
 							(long long) a2_col_int64(i, A2C_IDX), session_id),
-					 errdetail("A replay must repeat the stored type, payload, lane and cause.")));
+					 errdetail("A replay must repeat the stored type, payload, lane, cause and notBefore.")));
 
 	for (uint64 r = 0; r < found; r++)
 		a2j_event_row(js, NULL, SPI_tuptable->vals[r], SPI_tuptable->tupdesc, true);

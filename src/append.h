@@ -41,4 +41,7 @@ extern uint64 a2_fetch_events_by_ids(const char *session_id, char **ids,
 /* Whether stored row `row` of SPI_tuptable matches a batch element. */
 extern bool a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cause);
 
+/* Raise 0A000 unless a2_events has 0.3.0's not_before column. */
+extern void a2_require_not_before(void);
+
 #endif							/* A2_APPEND_H */

@@ -220,12 +220,26 @@ a2_add_ttl(int64 now_ms, int64 ttl_ms)
 	return a2_add_ms(now_ms, ttl_ms, "ttl_ms");
 }
 
+/* Does str name a time relative to the server's clock (now, today, ...)? */
+static bool
+names_relative_time(const char *str)
+{
+	static const char *const words[] = {"now", "today", "tomorrow", "yesterday", NULL};
+
+	for (const char *p = str; *p; p++)
+		for (const char *const *w = words; *w; w++)
+			if (pg_strncasecmp(p, *w, strlen(*w)) == 0)
+				return true;
+	return false;
+}
+
 bool
 a2_parse_timestamp_ms(const char *str, int64 *ms)
 {
 	TimestampTz ts;
 
-	if (!parse_timestamptz(str, &ts))
+	/* a due time is a fixed instant: "now" would read the wall clock, not a2.now */
+	if (names_relative_time(str) || !parse_timestamptz(str, &ts))
 		return false;
 	*ms = timestamptz_to_ms(ts);
 	return *ms <= A2_MAX_EPOCH_MS && *ms >= -A2_MAX_EPOCH_MS;

@@ -39,7 +39,8 @@ extern int64 a2_add_ms(int64 now_ms, int64 ms, const char *argname);
 /*
  * Parse a timestamp string (ISO 8601 or any timestamptz literal) into epoch
  * milliseconds without raising: false when it is not a finite timestamp
- * within JavaScript's Date range.
+ * within JavaScript's Date range, or names a relative time (now, today,
+ * tomorrow, yesterday: the wall clock, not the store clock).
  */
 extern bool a2_parse_timestamp_ms(const char *str, int64 *ms);
 

@@ -27,6 +27,7 @@
 #include "utils/jsonb.h"
 
 #include "a2.h"
+#include "append.h"
 #include "clock.h"
 #include "json_out.h"
 #include "pins.h"
@@ -161,6 +162,8 @@ a2_fail(PG_FUNCTION_ARGS)
 
 		args.retry_at_ms = a2_add_ms(args.now_ms, retry_after_ms, "retry_after_ms");
 		args.backoff = retry_after_ms > 0;
+		if (args.backoff)
+			a2_require_not_before();
 	}
 	PG_RETURN_JSONB_P(fail_attempt(&args));
 }

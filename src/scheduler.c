@@ -40,6 +40,11 @@
  *	  runs no callback of ours: while the database has prepared
  *	  transactions its scheduler looks every A2_SCHED_PREPARED_MS.
  *
+ *	  DROP DATABASE: a scheduler is a session of its database, so it wakes
+ *	  at least every A2_SCHED_MAX_SLEEP_MS and leaves when it finds the
+ *	  database's object lock taken (DROP DATABASE holds it while it waits
+ *	  up to 5 s for sessions to end).
+ *
  *	  Lock order: sched->lock alone, held for a few instructions.
  *
  * IDENTIFICATION
@@ -64,6 +69,8 @@
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
@@ -87,6 +94,11 @@
 #define A2_SCHED_PREPARED_MS	250L
 /* the launcher's own pace: relaunches, slots freed */
 #define A2_SCHED_LAUNCHER_MS	1000L
+/*
+ * The longest a scheduler sleeps: each pass checks whether DROP DATABASE
+ * waits for it (it waits 5 s for other sessions to leave, then fails).
+ */
+#define A2_SCHED_MAX_SLEEP_MS	1000L
 
 /* Milliseconds from 1970-01-01 to 2000-01-01 (the PostgreSQL epoch) */
 #define A2_PG_EPOCH_MS	INT64CONST(946684800000)
@@ -430,6 +442,7 @@ static A2Statement prepared_here = {
 
 typedef struct PassResult
 {
+	bool		leave;			/* the database is being dropped or renamed */
 	bool		installed;		/* a2 0.3.0 is installed here */
 	bool		more;			/* a full batch: look again at once */
 	bool		prepared;		/* the database has prepared transactions */
@@ -443,7 +456,8 @@ typedef struct PassResult
 static PassResult
 scheduler_pass(int64 *through)
 {
-	PassResult	res = {false, false, false, -1};
+	PassResult	res = {false, false, false, false, -1};
+	LOCKTAG		dbtag;
 	int64		now = wall_clock_ms();
 	Datum		args[2];
 	uint64		n;
@@ -452,6 +466,20 @@ scheduler_pass(int64 *through)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
+
+	/*
+	 * DROP DATABASE (and ALTER DATABASE ... RENAME) hold the database's
+	 * object lock exclusively while they wait for its sessions to end: if
+	 * it is taken, leave.
+	 */
+	SET_LOCKTAG_OBJECT(dbtag, InvalidOid, DatabaseRelationId, MyDatabaseId, 0);
+	if (LockAcquire(&dbtag, AccessShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+	{
+		res.leave = true;
+		goto done;
+	}
+	LockRelease(&dbtag, AccessShareLock, false);
+
 	if (!OidIsValid(get_extension_oid("a2", true)))
 		goto done;
 	a2_spi_begin();
@@ -542,6 +570,19 @@ a2_scheduler_main(Datum arg)
 		if (res.more)
 			continue;
 
+		if (res.leave)
+		{
+			LWLockAcquire(sched->lock, LW_EXCLUSIVE);
+			if ((slot = my_slot()) != NULL)
+			{
+				slot->wanted = false;
+				slot->pid = 0;
+				slot->latch = NULL;
+			}
+			LWLockRelease(sched->lock);
+			proc_exit(0);
+		}
+
 		if (!res.installed || (res.next_due < 0 && !res.prepared))
 		{
 			/*
@@ -572,6 +613,7 @@ a2_scheduler_main(Datum arg)
 			(long) Max(res.next_due - wall_clock_ms(), 0);
 		if (res.prepared)
 			timeout = Min(timeout, A2_SCHED_PREPARED_MS);
+		timeout = Min(timeout, A2_SCHED_MAX_SLEEP_MS);
 		if (timeout > 0)
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 timeout, PG_WAIT_EXTENSION);

@@ -386,10 +386,16 @@ a2_exec(A2Statement *stmt, Datum *values, const char *nulls,
  * reads with the latest committed snapshot instead of the transaction's.
  * Only for statements run under the session lock: every writer of the
  * session's rows holds that lock, so the latest snapshot is exactly the
- * state the lock serializes us after.  (RI triggers read the same way.)
- * Without this an append that waited for the lock would compute max(idx)
- * from a stale snapshot, and a completion would miss pins recorded just
- * before it.
+ * state the lock serializes us after.  Without this an append that waited
+ * for the lock would compute max(idx) from a stale snapshot, and a
+ * completion would miss pins recorded just before it.
+ *
+ * As RI triggers do, the transaction snapshot is the crosscheck: an UPDATE
+ * or DELETE of a row version the transaction snapshot cannot see (changed
+ * since it was taken) fails with 40001 instead of writing it.  Otherwise
+ * the transaction would see both the old version (through its own
+ * snapshot) and its new one: the isolation matrix caught a REPEATABLE READ
+ * claim whose event a2_read_state then returned twice.
  */
 uint64
 a2_exec_latest(A2Statement *stmt, Datum *values, const char *nulls,
@@ -400,7 +406,7 @@ a2_exec_latest(A2Statement *stmt, Datum *values, const char *nulls,
 	if (!IsolationUsesXactSnapshot())
 		return a2_exec(stmt, values, nulls, false, expected);
 	rc = SPI_execute_snapshot(prepare(stmt), values, nulls,
-							  GetLatestSnapshot(), InvalidSnapshot,
+							  GetLatestSnapshot(), GetTransactionSnapshot(),
 							  false, true, 0);
 	if (rc != expected)
 		elog(ERROR, "SPI_execute_snapshot returned %s, expected %s",

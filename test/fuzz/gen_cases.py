@@ -65,7 +65,7 @@ STATE_CODES = {
 }
 
 # Sessions setup.sql fills; CORRUPT_SESSION holds a row with an invalid cause.
-EXISTING_SESSIONS = ['fz:s1', 'fz:s2', 'fz:s3']
+EXISTING_SESSIONS = ['fz:s1', 'fz:s2', 'fz:s3', 'fz:s4']
 CORRUPT_SESSION = 'fz:corrupt'
 
 
@@ -493,6 +493,57 @@ class Gen:
         v = self.pick([(75, 'NULL::timestamptz'), (25, self.ts_valid)])
         return Hole('expires_at', SqlArg(v), self.ts_bad(False))
 
+    # -- scheduling (SPEC 7.1)
+
+    def not_before_valid(self):
+        """A notBefore a2 accepts: absent or null, past, now, future (of
+        the case's a2.now), other spellings, the ends of the range."""
+        now = self.now_ms
+        return self.pick([
+            (70, ABSENT), (5, None),
+            (5, lambda: iso_z(now - self.rng.choice([1, 1000, 600000, 86400000]))),
+            (4, lambda: iso_z(now)),
+            (8, lambda: iso_z(now + self.rng.choice([1, 1000, 60000, 600000, 3600000]))),
+            (2, lambda: iso_offset(now + self.rng.choice([0, 60000]), self.rng.choice([-300, 120, 840]))),
+            (1, '275760-09-13T00:00:00Z'),          # exactly 8.64e15 ms
+            (1, '1969-12-31T23:59:59.999Z'),
+            (1, '4713-01-01 00:00:00+00 BC'),
+            (1, lambda: iso_z(now)[:-1] + '5Z'),    # a 4th decimal: floored
+        ])
+
+    def not_before_bad(self):
+        """notBefore values a2 refuses with 22023 (SPEC 7.1: not a finite
+        timestamp string)."""
+        now = self.now_ms
+        return [
+            bad(now, INVAL, w=2), bad(Raw('1.7e12'), INVAL), bad(True, INVAL), bad({}, INVAL),
+            bad([], INVAL), bad([iso_z(now)], INVAL), bad({'at': iso_z(now)}, INVAL),
+            bad('next tuesday', INVAL, w=2), bad('', INVAL), bad(' ', INVAL),
+            bad('infinity', INVAL, w=2), bad('-infinity', INVAL),
+            bad('275760-09-13T00:00:00.001Z', INVAL), bad('294277-01-01T00:00:00Z', INVAL),
+            bad('2026-02-30T00:00:00Z', INVAL), bad('2026-03-01T25:00:00Z', INVAL),
+            bad('allballs', INVAL), bad(BigStr('9', 100000), INVAL, w=0.2),
+            # PostgreSQL's special literals read the wall clock, not a2.now:
+            # accepting them or not is the server's choice
+            bad('now', OK, INVAL), bad('tomorrow', OK, INVAL), bad('epoch', OK, INVAL),
+        ]
+
+    def retry_after_arg(self):
+        """a2_fail's retry_after_ms: >= 0; now + it beyond the JS range, or
+        negative, is 22023 (whatever the outcome would have been)."""
+        exact = MAX_MS - self.now_ms
+        valid = self.pick([(50, 'NULL::bigint'), (10, "'0'::bigint"), (5, "'1'::bigint"),
+                           (15, "'1000'::bigint"), (10, "'3600000'::bigint"),
+                           (5, "'%d'::bigint" % 2**40), (5, "'%d'::bigint" % exact)])
+        return Hole('retry_after_ms', SqlArg(valid), [
+            bad(SqlArg("'-1'::bigint"), INVAL, w=2),
+            bad(SqlArg("'%d'::bigint" % I64_MIN), INVAL),
+            bad(SqlArg("'%d'::bigint" % (exact + 1)), INVAL, w=2),
+            bad(SqlArg("'%d'::bigint" % I64_MAX), INVAL, w=2),
+            bad(SqlArg("'9223372036854775808'::bigint"), CAST, w=0.5),
+            bad(SqlArg("'1.5'::bigint"), CAST, w=0.5),
+        ])
+
     # -- JSON values
 
     UNI = ['\U0001F600', 'e\u0301', '\uffff', '\u202e', '\u00e9', '\u4e2d\u6587',
@@ -593,6 +644,8 @@ class Gen:
         settled = self.pick([(70, ABSENT), (10, True), (10, False), (10, None)])
         e['settled'] = Hole(path + '.settled', settled, [
             bad('true', INVAL), bad(1, INVAL), bad(0, INVAL), bad([], INVAL), bad({}, INVAL)])
+        e['notBefore'] = Hole(path + '.notBefore', self.not_before_valid(), self.not_before_bad())
+        e['notbefore'] = Hole(path + '.notbefore', ABSENT, [bad(iso_z(self.now_ms), INVAL, w=0.5)])
         e['paylaod'] = Hole(path + '.paylaod', ABSENT, [
             bad({'nested': True}, INVAL), bad(None, INVAL, w=0.5), bad('x', INVAL, w=0.5)])
         if self.rng.random() < 0.03:
@@ -707,7 +760,7 @@ class Gen:
         ])
         maxf = self.sql_int('max_failures', 'integer', 1, [1, 2, 3, 3, 5, 100])
         return 'a2_fail', [self.session_arg(), self.index_sql(), self.attempt_sql(),
-                           Hole('error', SqlArg(err), []), maxf], 5
+                           Hole('error', SqlArg(err), []), maxf, self.retry_after_arg()], 5
 
     def f_claim_next(self):
         expires = self.expires_arg()
@@ -838,7 +891,8 @@ class Gen:
         'a2_claim': [('text', True), ('text', True), ('bigint', True), ('timestamptz', False), ('bigint[]', False)],
         'a2_renew': [('text', True), ('text', True), ('jsonb', True), ('bigint', True), ('timestamptz', False)],
         'a2_complete': [('text', True), ('bigint', True), ('integer', True), ('jsonb', False)],
-        'a2_fail': [('text', True), ('bigint', True), ('integer', True), ('text', False), ('integer', True)],
+        'a2_fail': [('text', True), ('bigint', True), ('integer', True), ('text', False), ('integer', True),
+                    ('bigint', False)],
         'a2_read_state': [('text', True), ('text', True), ('bigint', False), ('bigint', False)],
         'a2_read_states': [('jsonb', True), ('text', True)],
         'a2_put_snapshots': [('text', True), ('text', True), ('jsonb', True)],
@@ -940,6 +994,22 @@ def iso(ms):
     """Epoch milliseconds as a timestamptz literal, computed exactly."""
     t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
     return t.strftime('%Y-%m-%d %H:%M:%S.') + '%03d+00' % (t.microsecond // 1000)
+
+
+def iso_z(ms):
+    """Epoch milliseconds as a2 prints them: ISO-8601, UTC, milliseconds."""
+    t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
+    return t.strftime('%Y-%m-%dT%H:%M:%S.') + '%03dZ' % (t.microsecond // 1000)
+
+
+def iso_offset(ms, minutes):
+    """The same instant as a timestamptz literal at another UTC offset."""
+    tz = datetime.timezone(datetime.timedelta(minutes=minutes))
+    t = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
+    t = t.astimezone(tz)
+    sign = '+' if minutes >= 0 else '-'
+    return t.strftime('%Y-%m-%d %H:%M:%S.') + '%03d%s%02d:%02d' % (
+        t.microsecond // 1000, sign, abs(minutes) // 60, abs(minutes) % 60)
 
 
 def dollar(s):

@@ -122,6 +122,33 @@ SELECT 'names over 1024 bytes or empty', 'a2_events ' || session_id
  WHERE octet_length(session_id) NOT BETWEEN 1 AND 1024 OR octet_length(event_id) NOT BETWEEN 1 AND 1024
 	OR octet_length(lane) NOT BETWEEN 1 AND 1024 OR octet_length(claim_holder) NOT BETWEEN 1 AND 1024;
 
+-- scheduling (SPEC 7.1): not_before within the JavaScript range, and no
+-- event last claimed before it (unless its current attempt failed since,
+-- which may have backed it off)
+INSERT INTO violations
+SELECT 'not_before out of range', session_id || ' ' || idx || ' ' || not_before
+  FROM a2_events WHERE not_before NOT BETWEEN -8640000000000000 AND 8640000000000000;
+
+INSERT INTO violations
+SELECT 'last claimed before its not_before', session_id || ' ' || idx
+  FROM a2_events
+ WHERE not_before IS NOT NULL AND attempt_count > 0 AND last_claimed_at < not_before
+   AND last_failed_attempt IS DISTINCT FROM attempt_count;
+
+\echo '--- scheduling: cases with notBefore or retry_after_ms, by outcome'
+SELECT c.fn, CASE WHEN c.fn = 'a2_fail' THEN 'retry_after_ms' ELSE 'notBefore' END AS what,
+	   count(*) AS cases,
+	   count(*) FILTER (WHERE r.outcome = 'ok') AS ok,
+	   count(*) FILTER (WHERE r.outcome = '22023') AS "22023",
+	   count(*) FILTER (WHERE r.outcome NOT IN ('ok', '22023')) AS other
+  FROM a2_fuzz.cases c JOIN a2_fuzz.results r USING (id)
+ WHERE (c.fn IN ('a2_append', 'a2_complete') AND array_to_string(c.args, ' ') LIKE '%notBefore%')
+	OR (c.fn = 'a2_fail' AND array_length(c.args, 1) = 6 AND c.args[6] <> 'NULL::bigint')
+ GROUP BY 1, 2 ORDER BY 1;
+SELECT count(*) FILTER (WHERE not_before IS NOT NULL) AS events_with_not_before,
+	   count(*) FILTER (WHERE not_before IS NOT NULL AND attempt_count > 0) AS of_them_claimed
+  FROM a2_events;
+
 \echo '--- invariant violations (expected: none)'
 SELECT what, count(*), left(min(detail), 120) AS example FROM violations GROUP BY what ORDER BY what;
 

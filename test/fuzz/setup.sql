@@ -82,13 +82,17 @@ LANGUAGE sql IMMUTABLE AS $$
 	SELECT jsonb_typeof(j) = 'number' AND (j #>> '{}') ~ '^-?[0-9]+$' AND (j #>> '{}')::numeric >= minv
 $$;
 
--- Problem with one StoredEvent (SPEC 3), or NULL.
+-- Problem with one StoredEvent (SPEC 3), or NULL.  notBefore (SPEC 7.1)
+-- is there only when set, and then an ISO string.
 CREATE FUNCTION a2_fuzz.stored_problem(e jsonb) RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-	IF a2_fuzz.keys(e) IS DISTINCT FROM
+	IF a2_fuzz.keys(CASE WHEN jsonb_typeof(e) = 'object' THEN e - 'notBefore' ELSE e END) IS DISTINCT FROM
 	   'attemptCount,cause,claimExpiresAt,claimHolder,createdAt,failedAt,failureCount,firstClaimedAt,id,index,lane,lastClaimedAt,lastError,lastFailedAt,lastFailedAttempt,payload,processedAt,processedByAttempt,returnedEventIds,sessionId,type' THEN
 		RETURN 'StoredEvent keys ' || coalesce(a2_fuzz.keys(e), jsonb_typeof(e));
+	END IF;
+	IF e ? 'notBefore' AND NOT a2_fuzz.is_iso(e->'notBefore') THEN
+		RETURN 'StoredEvent notBefore ' || (e->'notBefore')::text;
 	END IF;
 	IF jsonb_typeof(e->'id') <> 'string' OR jsonb_typeof(e->'type') <> 'string'
 	   OR jsonb_typeof(e->'sessionId') <> 'string' OR NOT a2_fuzz.is_int(e->'index', 1)
@@ -112,6 +116,25 @@ BEGIN
 	END IF;
 	RETURN NULL;
 END $$;
+
+-- An ISO string as a2 prints it (years beyond 9999 with '+', before 1
+-- with '-'), as epoch milliseconds.
+CREATE FUNCTION a2_fuzz.iso_ms(j jsonb) RETURNS numeric
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT CASE WHEN left(j #>> '{}', 1) = '-' THEN -1e16	-- before year 1: earlier than anything else
+		   ELSE round(extract(epoch FROM ltrim(j #>> '{}', '+')::timestamptz) * 1000) END
+$$;
+
+-- Claimed events (SPEC 7.1): none before its notBefore.  lastClaimedAt is
+-- the claim's own now.
+CREATE FUNCTION a2_fuzz.undue_problem(events jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT 'claimed before its notBefore: ' || (e->>'sessionId') || '/' || (e->>'index')
+		   || ' notBefore ' || (e->>'notBefore') || ', claimed ' || (e->>'lastClaimedAt')
+	  FROM jsonb_array_elements(events) AS e
+	 WHERE e ? 'notBefore' AND a2_fuzz.iso_ms(e->'notBefore') > a2_fuzz.iso_ms(e->'lastClaimedAt')
+	 LIMIT 1
+$$;
 
 CREATE FUNCTION a2_fuzz.stored_list_problem(a jsonb) RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $$
@@ -207,7 +230,7 @@ BEGIN
 			IF a2_fuzz.keys(j) <> 'events,outcome' OR jsonb_array_length(j->'events') = 0 THEN
 				RETURN 'claimed shape';
 			END IF;
-			RETURN a2_fuzz.stored_list_problem(j->'events');
+			RETURN coalesce(a2_fuzz.stored_list_problem(j->'events'), a2_fuzz.undue_problem(j->'events'));
 		WHEN 'busy' THEN
 			RETURN CASE WHEN a2_fuzz.keys(j) = 'outcome,retryAt' AND a2_fuzz.is_iso(j->'retryAt')
 						THEN NULL ELSE 'busy shape' END;
@@ -261,7 +284,8 @@ BEGIN
 			  <> jsonb_array_length(j->'claims') THEN
 			RETURN 'claim_next claims shape';
 		END IF;
-		SELECT min(a2_fuzz.stored_list_problem(c->'events')) INTO p FROM jsonb_array_elements(j->'claims') c;
+		SELECT min(coalesce(a2_fuzz.stored_list_problem(c->'events'), a2_fuzz.undue_problem(c->'events')))
+		  INTO p FROM jsonb_array_elements(j->'claims') c;
 		RETURN p;
 	WHEN 'a2_redrive' THEN
 		IF array_length(args, 1) = 1 THEN
@@ -407,6 +431,19 @@ LANGUAGE sql STABLE AS $$
 			 GROUP BY first) t
 $$;
 
+-- Every event with a notBefore, as JSON [[session, index], ...]: the only
+-- pairs a2's scheduler may announce besides the calls' own NOTIFYs
+-- (check_notify.py).  Those of the population as well, which a redrive in
+-- the run may have cleared after an announcement.
+CREATE TABLE a2_fuzz.scheduled_seed (session_id text, idx bigint);
+
+CREATE FUNCTION a2_fuzz.scheduled_events() RETURNS json
+LANGUAGE sql STABLE AS $$
+	SELECT coalesce(json_agg(json_build_array(session_id, idx)), '[]')
+	  FROM (SELECT session_id, idx FROM a2_events WHERE not_before IS NOT NULL
+			UNION SELECT session_id, idx FROM a2_fuzz.scheduled_seed) s
+$$;
+
 -- The population the cases act on.  Fixed clock; every step is checked.
 SET a2.now = '2026-02-28 23:00:00+00';
 DO $$
@@ -450,6 +487,27 @@ BEGIN
 	PERFORM a2_presence_set('fz:ns1', 'p1', '{"cursor":null}', '2026-02-28 23:00:01+00', 2, 86400000);
 	ASSERT (SELECT count(*) FROM a2_presence_tombstones WHERE ns = 'fz:ns1') = 1;
 
+	-- fz:s4: scheduled work (SPEC 7.1) falling due while the cases run
+	-- (their clock starts at 2026-03-01 00:00 and moves about an hour):
+	-- a delayed event, a delayed lane head with a follower, one a century
+	-- ahead, a failure backed off by two hours, and a timer a completion
+	-- returned
+	r := a2_append('fz:s4', '[{"id":"fz:seed:41","type":"a","notBefore":"2026-03-01T00:30:00Z"},
+							  {"id":"fz:seed:42","type":"b","lane":"L1","notBefore":"2026-03-01T00:20:00Z"},
+							  {"id":"fz:seed:43","type":"c","lane":"L1"},
+							  {"id":"fz:seed:44","type":"d","notBefore":"2100-01-01T00:00:00Z"},
+							  {"id":"fz:seed:45","type":"e"},{"id":"fz:seed:46","type":"f"}]');
+	ASSERT r->'events'->0->>'notBefore' = '2026-03-01T00:30:00.000Z', r::text;
+	r := a2_claim('fz:s4', 'w4', 60000);
+	ASSERT r->>'outcome' = 'claimed' AND jsonb_array_length(r->'events') = 2, r::text;	-- 5, 6
+	r := a2_fail('fz:s4', 5, 1, 'backing off', 3, 7200000);
+	ASSERT r->>'outcome' = 'failed', r::text;
+	r := a2_complete('fz:s4', 6, 1, '[{"id":"fz:seed:47","type":"timer","notBefore":"2026-03-01T00:10:00Z"}]');
+	ASSERT r->'events'->0->>'notBefore' = '2026-03-01T00:10:00.000Z', r::text;
+	r := a2_claim('fz:s4', 'w4', 60000);
+	-- nothing leased, nothing due yet: busy until the timer
+	ASSERT r->>'outcome' = 'busy' AND r->>'retryAt' = '2026-03-01T00:10:00.000Z', r::text;
+
 	-- fz:corrupt: an event whose stored cause violates the contract
 	r := a2_append('fz:corrupt', '[{"id":"fz:seed:c1","type":"a"},{"id":"fz:seed:c2","type":"b"}]');
 	UPDATE a2_events SET cause = '{"index":0,"attempt":"one"}' WHERE session_id = 'fz:corrupt' AND idx = 2;
@@ -457,5 +515,7 @@ BEGIN
 	-- createdAt on) does not hand the corrupt row to every call; a2_claim
 	-- on fz:corrupt still reaches it
 	UPDATE a2_events SET created_at = 4102444800000 WHERE session_id = 'fz:corrupt';
+
+	INSERT INTO a2_fuzz.scheduled_seed SELECT session_id, idx FROM a2_events WHERE not_before IS NOT NULL;
 END $$;
 RESET a2.now;

@@ -139,6 +139,23 @@ format($q$ SELECT format('%%s/%%s failure_count %%s, failed_at %%s', session_id,
 			   OR (failed_at IS NOT NULL AND failed_at IS DISTINCT FROM last_failed_at) $q$,
 	   :'max_failures'::integer, :'max_failures'::integer));
 
+-- Scheduling (SPEC 7.1) -----------------------------------------------------
+
+-- A claim needs not_before <= now, and last_claimed_at is that claim's
+-- now.  Only a2_fail with retry_after_ms moves not_before after a claim
+-- (and a2_redrive clears it), so unless the current attempt is the one
+-- that failed last, the last claim came after the last change of
+-- not_before and must not precede it.  (The clock a2 uses need not be
+-- monotonic across callers, a2.now; this holds all the same, since each
+-- claim compares with its own now.)
+SELECT pg_temp.check_invariant('no event was last claimed before its not_before',
+$q$ SELECT format('%s/%s not_before %s, last claimed %s (attempt %s, last failed attempt %s)',
+				  session_id, idx, not_before, last_claimed_at, attempt_count, last_failed_attempt)
+	  FROM a2_events
+	 WHERE not_before IS NOT NULL AND attempt_count > 0
+	   AND last_claimed_at < not_before
+	   AND last_failed_attempt IS DISTINCT FROM attempt_count $q$);
+
 -- Causes and completions ----------------------------------------------------
 
 SELECT pg_temp.check_invariant('every cause names an earlier event at an attempt it had',
@@ -248,6 +265,15 @@ $q$ SELECT format('%s seen at %s/%s, stored %s', s.event_id, s.session_id, s.idx
 	  FROM stress_seen s
 	  LEFT JOIN a2_events e ON e.event_id = s.event_id
 	 WHERE e.session_id IS DISTINCT FROM s.session_id OR e.idx IS DISTINCT FROM s.idx $q$);
+
+-- The first claim of an event precedes every failure, so the notBefore
+-- the client stored it with (append or completion) governed it.
+SELECT pg_temp.check_invariant('no event was first claimed before the notBefore it was stored with',
+$q$ SELECT format('%s/%s stored with notBefore %s, first claimed %s', e.session_id, e.idx,
+				  s.not_before, e.first_claimed_at)
+	  FROM stress_seen s
+	  JOIN a2_events e ON e.event_id = s.event_id
+	 WHERE s.not_before IS NOT NULL AND e.first_claimed_at < s.not_before $q$);
 
 -- Every claim of the workload recorded its attempts (primary key: none
 -- twice), in the claim's transaction: together they must be 1..attempt_count.

@@ -37,12 +37,15 @@ CREATE TABLE stress_outcomes (
 	PRIMARY KEY (client, op, outcome)
 );
 
--- Every event id a client saw committed, where it was stored.
+-- Every event id a client saw committed, where it was stored, and the
+-- notBefore it was stored with (epoch ms; NULL: none), which governed its
+-- first claim (a fail with backoff can move it only after that).
 CREATE TABLE stress_seen (
 	event_id	text	PRIMARY KEY,
 	session_id	text	NOT NULL,
 	idx			bigint	NOT NULL,
-	client		integer NOT NULL
+	client		integer NOT NULL,
+	not_before	bigint
 );
 
 -- Every attempt a claim handed out.  The primary key turns a second claim
@@ -117,9 +120,25 @@ $$;
 CREATE FUNCTION stress_session(s integer) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT 'stress-' || s $$;
 
+-- The store's clock in this transaction: a2.now when a step set it, else
+-- the wall clock (what a2 uses then).
+CREATE FUNCTION stress_now() RETURNS timestamptz
+LANGUAGE sql VOLATILE AS $$
+	SELECT COALESCE(nullif(current_setting('a2.now', true), '')::timestamptz, clock_timestamp())
+$$;
+
+-- A time as a2 prints it: ISO-8601 in UTC, milliseconds.
+CREATE FUNCTION stress_iso(t timestamptz) RETURNS text
+LANGUAGE sql STABLE AS $$
+	SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+$$;
+
 -- One new event: in one of four lanes four times in five, settled one
 -- time in five.  A dead-lettered event blocks its lane for good, so lane
--- names change every 10 s: a long soak keeps live lanes.
+-- names change every 10 s: a long soak keeps live lanes.  About one in
+-- four is scheduled (SPEC 7.1): in the past, exactly now (when the step
+-- set a2.now), due within 3 s, or, rarely, a day ahead (never due in the
+-- run: it holds its lane, like a dead letter).
 CREATE FUNCTION stress_new_event(c integer, kind text) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -128,6 +147,8 @@ DECLARE
 		'type', kind,
 		'payload', jsonb_build_object('c', c, 'r', floor(random() * 1000)));
 	lane_no integer := floor(random() * 5);
+	r float8 := random();
+	now_t timestamptz := stress_now();
 BEGIN
 	IF lane_no > 0 THEN
 		ev := ev || jsonb_build_object('lane', format('lane-%s-%s', lane_no,
@@ -135,6 +156,15 @@ BEGIN
 	END IF;
 	IF random() < 0.2 THEN
 		ev := ev || '{"settled": true}';
+	END IF;
+	IF r < 0.06 THEN
+		ev := ev || jsonb_build_object('notBefore', stress_iso(now_t - random() * interval '60 s'));
+	ELSIF r < 0.11 THEN
+		ev := ev || jsonb_build_object('notBefore', stress_iso(now_t));
+	ELSIF r < 0.245 THEN
+		ev := ev || jsonb_build_object('notBefore', stress_iso(now_t + random() * interval '3 s'));
+	ELSIF r < 0.25 THEN
+		ev := ev || jsonb_build_object('notBefore', stress_iso(now_t + interval '1 day'));
 	END IF;
 	RETURN ev;
 END $$;
@@ -183,13 +213,17 @@ BEGIN
 			   AND ev->'processedAt' = 'null')
 		   OR (fresh AND NOT COALESCE((batch->i->>'settled')::boolean, false)
 			   AND ev->'processedAt' <> 'null')
+		   -- stored as sent (milliseconds, UTC), shown only when set; a
+		   -- replay shows the current one (a backoff may have moved it)
+		   OR (fresh AND ev->'notBefore' IS DISTINCT FROM batch->i->'notBefore')
 		THEN
 			PERFORM stress_fail(format('session %s: stored event %s does not match sent event %s',
 									   sess, ev, batch->i));
 		END IF;
 		idxs := idxs || (ev->>'index')::bigint;
-		INSERT INTO stress_seen (event_id, session_id, idx, client)
-		VALUES (ev->>'id', sess, (ev->>'index')::bigint, c)
+		INSERT INTO stress_seen (event_id, session_id, idx, client, not_before)
+		VALUES (ev->>'id', sess, (ev->>'index')::bigint, c,
+				(extract(epoch FROM (batch->i->>'notBefore')::timestamptz) * 1000)::bigint)
 		ON CONFLICT (event_id) DO NOTHING;
 	END LOOP;
 	RETURN idxs;
@@ -228,6 +262,8 @@ BEGIN
 			   OR (ev->>'attemptCount')::integer < 1
 			   OR (ev->>'index')::bigint <= prev
 			   OR (ev->>'index')::bigint = ANY (excl)
+			   -- never before it is due (lastClaimedAt: this claim's now)
+			   OR (ev->>'notBefore')::timestamptz > (ev->>'lastClaimedAt')::timestamptz
 			THEN
 				PERFORM stress_fail(format('session %s: bad claimed event %s', sess, ev));
 			END IF;
@@ -303,6 +339,7 @@ BEGIN
 			   OR ev->'processedAt' <> 'null' OR ev->'failedAt' <> 'null'
 			   OR (ev->>'attemptCount')::integer < 1
 			   OR (ev->>'index')::bigint <= prev
+			   OR (ev->>'notBefore')::timestamptz > (ev->>'lastClaimedAt')::timestamptz
 			THEN
 				PERFORM stress_fail(format('claim_next: bad claimed event %s', ev));
 			END IF;
@@ -405,6 +442,8 @@ DECLARE
 	caused jsonb;
 	appended boolean;
 	probe integer;
+	backoff bigint;
+	now_t timestamptz;
 BEGIN
 	SELECT * INTO cl FROM stress_claims WHERE client = c ORDER BY random() LIMIT 1;
 	IF NOT FOUND THEN
@@ -450,7 +489,22 @@ BEGIN
 		END IF;
 
 	ELSIF r < 0.55 THEN
-		res := a2_fail(cl.session_id, cl.idx, cl.attempt, 'stress failure', 2);
+		-- backoff (SPEC 7.1) now and then: NULL and 0 re-offer at once, a
+		-- failed outcome with more is due at exactly now + retry_after_ms
+		backoff := (ARRAY[NULL, NULL, 0, 1, 10, 100, 1000, 3000])[1 + floor(random() * 8)];
+		IF backoff > 0 THEN
+			now_t := date_trunc('milliseconds', clock_timestamp());
+			PERFORM set_config('a2.now', now_t::text, true);
+		END IF;
+		res := a2_fail(cl.session_id, cl.idx, cl.attempt, 'stress failure', 2, backoff);
+		IF res->>'outcome' = 'failed' AND backoff > 0
+		   AND (SELECT e.not_before FROM a2_events e WHERE e.session_id = cl.session_id AND e.idx = cl.idx)
+			   IS DISTINCT FROM (extract(epoch FROM now_t) * 1000)::bigint + backoff THEN
+			PERFORM stress_fail(format('%s/%s attempt %s: failed with retry_after_ms %s at %s, not_before %s',
+									   cl.session_id, cl.idx, cl.attempt, backoff, now_t,
+									   (SELECT e.not_before FROM a2_events e
+										 WHERE e.session_id = cl.session_id AND e.idx = cl.idx)));
+		END IF;
 		CASE res->>'outcome'
 		WHEN 'failed', 'dead_lettered' THEN
 			IF res->>'outcome' = 'dead_lettered' THEN
@@ -530,7 +584,8 @@ BEGIN
 			END IF;
 			PERFORM stress_count(c, 'stale_complete', 'superseded');
 		ELSIF probe = 1 THEN
-			res := a2_fail(cl.session_id, cl.idx, cl.attempt - 1, 'stale', 3);
+			res := a2_fail(cl.session_id, cl.idx, cl.attempt - 1, 'stale', 3,
+						   (ARRAY[NULL, 0, 5000])[1 + floor(random() * 3)]::bigint);
 			IF res->>'outcome' <> 'superseded' THEN
 				PERFORM stress_fail(format('%s/%s: fail by stale attempt %s returned %s',
 										   cl.session_id, cl.idx, cl.attempt - 1, res));
@@ -570,6 +625,10 @@ DECLARE
 	idxs bigint[];
 	low bigint;
 BEGIN
+	-- now and then a fixed store clock: then "notBefore = now" is exact
+	IF random() < 0.25 THEN
+		PERFORM set_config('a2.now', date_trunc('milliseconds', clock_timestamp())::text, true);
+	END IF;
 	IF r < 0.14 THEN
 		SELECT * INTO b FROM stress_batches WHERE client = c
 		 ORDER BY seq DESC OFFSET floor(random() * 8) LIMIT 1;

@@ -5,9 +5,11 @@
 # In a fresh database of the cluster libpq's environment names (PGHOST,
 # PGPORT, PGUSER), runs the stress driver (test/stress/run.sh: pgbench,
 # STRESS_CLIENTS clients on STRESS_SESSIONS sessions claiming, completing,
-# failing, renewing, appending with causes and lanes, and writing pinned
-# snapshots while short leases expire under them), then the invariant
-# checker (test/stress/invariants.sql).  Fails on any failed transaction,
+# failing (some with retry_after_ms backoff), renewing, appending with
+# causes, lanes and notBefore (past, now, due within 3 s, a day ahead), and
+# writing pinned snapshots while short leases expire under them), then the
+# invariant checker (test/stress/invariants.sql), which includes "no event
+# is claimed before its not_before".  Fails on any failed transaction,
 # deadlock, unexpected error or violated invariant.
 #
 # Duration: 20 s by default; A2_SOAK_SECONDS=N for a longer soak.
@@ -26,7 +28,7 @@ export PGDATABASE=$db
 export STRESS_SECONDS=${A2_SOAK_SECONDS:-${STRESS_SECONDS:-20}}
 
 psql -X -q -v ON_ERROR_STOP=1 -d postgres \
-	-c "DROP DATABASE IF EXISTS \"$db\"" -c "CREATE DATABASE \"$db\""
+	-c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" -c "CREATE DATABASE \"$db\""
 
 rc=0
 "$root/test/stress/run.sh" --setup || rc=1
@@ -49,7 +51,8 @@ summary=$(psql -X -At -F ' ' -c "
 	  FROM stress_outcomes")
 read -r ops refused superseded <<<"$summary"
 checked=$(sed -n 's/^\([0-9]*\) invariants checked.*/\1/p' <<<"$inv_out")
-psql -X -q -d postgres -c "DROP DATABASE \"$db\""
+# WITH (FORCE): events a day ahead keep a2's scheduler connected to it
+psql -X -q -d postgres -c "DROP DATABASE \"$db\" WITH (FORCE)"
 printf 'stress summary: %s a2 operations (%s expected Z2001/Z2002/Z2003 refusals, %s superseded outcomes) by %s clients on %s sessions in %s s; %s invariants held\n' \
 	"$ops" "$refused" "$superseded" "${STRESS_CLIENTS:-4}" "${STRESS_SESSIONS:-8}" \
 	"$STRESS_SECONDS" "$checked"

@@ -48,7 +48,15 @@ const defined = (o: Json): Json => {
 const causeJson = (c: EventCause): Json =>
   defined({ index: c.index, attempt: c.attempt, batchSize: c.batchSize })
 
-export const appendEventJson = (e: AppendEvent, id: string | undefined): Json =>
+/**
+ * notBefore as sent: a Date as ISO text (an invalid Date is bad input, not
+ * JSON null), a string as it is (the server parses any timestamptz literal
+ * and refuses anything else with 22023), null or undefined not at all.
+ */
+const notBeforeJson = (v: Date | string | null | undefined, what: string): unknown =>
+  v === null || v === undefined ? undefined : v instanceof Date ? isoText(v, what) : v
+
+export const appendEventJson = (e: AppendEvent, id: string | undefined, i = 0): Json =>
   defined({
     id,
     type: e.type,
@@ -56,15 +64,17 @@ export const appendEventJson = (e: AppendEvent, id: string | undefined): Json =>
     cause: e.cause === undefined || e.cause === null ? undefined : causeJson(e.cause),
     lane: e.lane ?? undefined,
     settled: e.settled,
+    notBefore: notBeforeJson(e.notBefore, `events[${i}].notBefore`),
   })
 
-export const returnedEventJson = (e: ReturnedEvent): Json =>
+export const returnedEventJson = (e: ReturnedEvent, i = 0): Json =>
   defined({
     id: e.id,
     type: e.type,
     payload: e.payload === undefined ? null : e.payload,
     lane: e.lane ?? undefined,
     settled: e.settled,
+    notBefore: notBeforeJson(e.notBefore, `events[${i}].notBefore`),
   })
 
 export const snapshotWriteJson = (w: StoreSnapshotWrite): Json =>
@@ -120,10 +130,11 @@ export const toEvent = (v: unknown): Event => {
   }
 }
 
-// A StoredEvent starts with the Event's fields, in the seed's key order.
+// A StoredEvent starts with the Event's fields, in the seed's key order;
+// notBefore (a2 0.3.0) comes last, and only when the server sent it.
 export const toStored = (v: unknown): StoredEvent => {
   const e = v as Json
-  return {
+  const stored: StoredEvent = {
     ...toEvent(v),
     cause: cause(e['cause']),
     lane: strOrNull(e['lane']),
@@ -144,6 +155,8 @@ export const toStored = (v: unknown): StoredEvent => {
     claimHolder: strOrNull(e['claimHolder']),
     claimExpiresAt: dateOrNull(e['claimExpiresAt']),
   }
+  if (e['notBefore'] !== null && e['notBefore'] !== undefined) stored.notBefore = date(e['notBefore'])
+  return stored
 }
 
 export const toStateRead = (v: unknown): StoreStateRead => {

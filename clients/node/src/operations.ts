@@ -73,7 +73,7 @@ export const operations = (
     async append(sessionId, events) {
       const r = (await run('a2_append', ['$1::text', '$2::jsonb'], () => [
         sessionId,
-        jsonText(events.map((e) => appendEventJson(e, e.id ?? ids?.()))),
+        jsonText(events.map((e, i) => appendEventJson(e, e.id ?? ids?.(), i))),
       ])) as Json
       return {
         events: (r['events'] as unknown[]).map(toStored),
@@ -137,7 +137,7 @@ export const operations = (
       const r = (await run(
         'a2_complete',
         ['$1::text', '$2::bigint', '$3::integer', '$4::jsonb'],
-        () => [sessionId, index, attempt, jsonText(events.map(returnedEventJson))],
+        () => [sessionId, index, attempt, jsonText(events.map((e, i) => returnedEventJson(e, i)))],
       )) as Json
       // The server answers a stale attempt with {"outcome": "superseded"};
       // the client throws, so that in transaction() the handler's writes
@@ -146,11 +146,13 @@ export const operations = (
       return { outcome: 'completed', events: (r['events'] as unknown[]).map(toStored) }
     },
 
-    async failAttempt({ sessionId, index, attempt, error, maxFailures }) {
+    async failAttempt({ sessionId, index, attempt, error, maxFailures, retryAfterMs }) {
+      // retry_after_ms only when given: a2 before 0.3.0 has the five-argument a2_fail.
+      const backoff = retryAfterMs !== undefined && retryAfterMs !== null
       const r = (await run(
         'a2_fail',
-        ['$1::text', '$2::bigint', '$3::integer', '$4::text', '$5::integer'],
-        () => [sessionId, index, attempt, error ?? null, maxFailures],
+        ['$1::text', '$2::bigint', '$3::integer', '$4::text', '$5::integer', ...(backoff ? ['$6::bigint'] : [])],
+        () => [sessionId, index, attempt, error ?? null, maxFailures, ...(backoff ? [retryAfterMs] : [])],
       )) as Json
       if (r['outcome'] !== 'failed' && r['outcome'] !== 'dead_lettered') {
         throw supersededError(sessionId, index, attempt)

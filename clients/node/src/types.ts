@@ -40,6 +40,11 @@ export type StoredEvent = Event & {
   failedAt: Date | null
   claimHolder: string | null
   claimExpiresAt: Date | null
+  /**
+   * a2 0.3.0 scheduling: not claimable before this time. Present only when
+   * the event has one, so events without it keep the seed's exact shape.
+   */
+  notBefore?: Date
 }
 
 /** One event to append. A missing id is generated. */
@@ -51,6 +56,11 @@ export type AppendEvent = {
   lane?: string | null | undefined
   /** Store it already processed (an audit record nobody dispatches). */
   settled?: boolean | undefined
+  /**
+   * a2 0.3.0: not claimable before this time (a Date, or a timestamp string
+   * the server parses, e.g. ISO-8601). Sent only when given.
+   */
+  notBefore?: Date | string | null | undefined
 }
 
 /** One event a handler returns from its attempt: it needs an id. */
@@ -60,6 +70,8 @@ export type ReturnedEvent = {
   payload?: unknown
   lane?: string | null | undefined
   settled?: boolean | undefined
+  /** a2 0.3.0: a delayed event (a durable timer). Sent only when given. */
+  notBefore?: Date | string | null | undefined
 }
 
 export type StoreAppendResult = {
@@ -121,6 +133,12 @@ export type StoreFailOptions = {
   attempt: number
   error: string | null
   maxFailures: number
+  /**
+   * a2 0.3.0 backoff: a `failed` outcome makes the event claimable again
+   * only after this many ms (see `backoff()`). Sent, as a2_fail's sixth
+   * argument, only when given; absent (or 0): claimable at once.
+   */
+  retryAfterMs?: number | undefined
 }
 
 export type StoreFailResult = {

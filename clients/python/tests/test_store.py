@@ -380,50 +380,6 @@ class CompleteFailTest(StoreTest):
             self.store.complete(s, 1, 1)
 
 
-class SchedulingTest(StoreTest):
-    """a2 0.3.0's notBefore and fail(retry_after_ms): sent only when given,
-    so a server without them works; checked against what the server has."""
-
-    def has_backoff(self) -> bool:
-        rows = self.sql("SELECT 1 FROM pg_proc WHERE proname = 'a2_fail' AND pronargs = 6")
-        return bool(rows)
-
-    def test_retry_after_ms_only_when_given(self) -> None:
-        s = session()
-        self.store.append(s, [NewEvent(type="job")])
-        self.store.claim(s, "w", 1000)
-        if self.has_backoff():
-            f = self.store.fail(s, 1, 1, "later", 5, retry_after_ms=60_000)
-            self.assertEqual(f.outcome, "failed")
-            self.assertEqual(self.store.read(s)[0].not_before, h.ms(self.clock(), 60_000))
-            self.assertEqual(self.store.claim(s, "w", 1000), Busy(retry_at=h.ms(self.clock(), 60_000)))
-        else:
-            with self.assertRaises(NotConfiguredError) as cm:  # no six-argument a2_fail here
-                self.store.fail(s, 1, 1, "later", 5, retry_after_ms=60_000)
-            self.assertEqual(cm.exception.sqlstate, "42883")
-            self.assertEqual(self.store.read(s)[0].failure_count, 0)
-        s2 = session()
-        self.store.append(s2, [NewEvent(type="job")])
-        self.store.claim(s2, "w", 1000)
-        self.assertEqual(self.store.fail(s2, 1, 1, "now", 5).outcome, "failed")  # five arguments: any server
-        self.assertIsNone(self.store.read(s2)[0].not_before)
-
-    def test_not_before_only_when_given(self) -> None:
-        s = session()
-        due = h.ms(self.clock(), 5000)
-        try:
-            r = self.store.append(s, [NewEvent(type="later", not_before=due), NewEvent(type="now")])
-        except InvalidPayloadError as err:  # a server without scheduling refuses the key
-            self.assertIn("notBefore", err.message)
-            self.assertEqual(self.store.read(s), [])
-        else:
-            self.assertEqual([e.not_before for e in r.events], [due, None])
-            c = self.store.claim(s, "w", 1000)
-            assert isinstance(c, Claimed)
-            self.assertEqual([e.index for e in c.events], [2])
-        self.assertIsNone(self.store.append(session(), [NewEvent(type="t")]).events[0].not_before)
-
-
 class SnapshotTest(StoreTest):
     def test_snapshots_state_pins(self) -> None:
         s = session()

@@ -14,6 +14,7 @@ of ``a2_client.errors``.
 """
 
 from ._aops import AsyncOperations
+from ._backoff import BackoffPolicy, backoff
 from ._astore import AsyncA2Store, AsyncTransaction
 from ._astream import AsyncListener, AsyncStream
 from ._calls import Clock, IdSource
@@ -75,7 +76,8 @@ __version__ = "0.3.0"
 
 __all__ = [
     "A2Error", "A2Store", "AlreadyRedriven", "AppendResult", "AsyncA2Store", "AsyncListener",
-    "AsyncOperations", "AsyncStream", "AsyncTransaction", "Busy", "Cause", "ClaimNextResult", "ClaimRef",
+    "AsyncOperations", "AsyncStream", "AsyncTransaction", "BackoffPolicy", "Busy", "Cause", "ClaimNextResult",
+    "ClaimRef",
     "ClaimResult", "Claimed", "Clock", "Completed", "CorruptEventError", "DeadlockDetectedError", "DropResult",
     "Event", "Failed", "ForbiddenError", "IdSource", "InvalidPayloadError", "Listener", "Metrics", "NewEvent",
     "Node", "NodeConnection", "NodeStatus", "NotConfiguredError", "NotDeadLetteredError", "NotFoundError",
@@ -83,5 +85,5 @@ __all__ = [
     "RedriveResult", "RenewResult", "ReturnedEvent", "SerializationFailureError", "SessionClaim",
     "SessionPage", "SessionSummary", "SessionUnfinishedError", "Settled", "Snapshot", "SnapshotInfo",
     "SnapshotWrite", "StateRead", "StateRequest", "StoreUnavailableError", "StoredEvent", "Stream",
-    "SupersededError", "Transaction", "__version__",
+    "SupersededError", "Transaction", "__version__", "backoff",
 ]
