@@ -18,6 +18,13 @@
  *	  their few entries in (at pre-commit); the worker holds it only to list
  *	  and mark slots, never while it asks about xids or sends.
  *
+ *	  Entries of prepared transactions are "durable": they also have a
+ *	  record on disk (notifier_store.c).  The first worker after shared
+ *	  memory was initialised reads the records back (load_requested starts
+ *	  set); a backend whose prepared entries found no room sets it again.
+ *	  Once the last durable entry of a transaction is freed, the worker
+ *	  removes its record.
+ *
  * IDENTIFICATION
  *	  src/notifier.c
  *
@@ -25,6 +32,7 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "access/xact.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -34,10 +42,10 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
-#include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -46,6 +54,8 @@
 #include "notify.h"
 
 #define A2_NAME_STRIDE	(A2_MAX_NAME_BYTES + 1)
+#define A2_QUEUE_DEFAULT	4096
+#define A2_QUEUE_MAX		(1024 * 1024)
 
 typedef enum A2SlotState
 {
@@ -57,9 +67,10 @@ typedef enum A2SlotState
 typedef struct A2NotifySlot
 {
 	uint8		state;			/* A2SlotState */
+	bool		durable;		/* a record on disk has this entry too */
 	uint16		len;			/* bytes of the session id in names */
 	Oid			dboid;
-	TransactionId xid;
+	FullTransactionId fxid;		/* the recording top-level transaction */
 	int64		max_index;
 } A2NotifySlot;
 
@@ -71,6 +82,7 @@ typedef struct A2NotifierShared
 	int			nfree;			/* entries in freestack[] */
 	Latch	   *worker_latch;	/* NULL while no worker runs */
 	pid_t		worker_pid;
+	pg_atomic_uint32 load_requested;	/* durable records not all queued */
 	pg_atomic_uint64 recorded;
 	pg_atomic_uint64 announced;
 	pg_atomic_uint64 coalesced;
@@ -87,7 +99,7 @@ static int *used;				/* [nused] slot numbers in use */
 static int *usedpos;			/* [size] a slot's position in used, or -1 */
 static int *freestack;			/* [nfree] free slot numbers */
 static char *names;				/* [size][A2_NAME_STRIDE] session ids */
-static int	queue_size = 4096;
+static int	queue_size = A2_QUEUE_DEFAULT;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
@@ -128,6 +140,8 @@ notifier_shmem_startup(void)
 		memset(shared, 0, sizeof(A2NotifierShared));
 		shared->lock = &(GetNamedLWLockTranche("a2_notifier"))->lock;
 		shared->size = queue_size;
+		/* a fresh queue: whatever is on disk is not in it */
+		pg_atomic_init_u32(&shared->load_requested, 1);
 		pg_atomic_init_u64(&shared->recorded, 0);
 		pg_atomic_init_u64(&shared->announced, 0);
 		pg_atomic_init_u64(&shared->coalesced, 0);
@@ -159,6 +173,35 @@ notifier_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
+/*
+ * A bad a2.notify_queue_size in postgresql.conf (or -c, or ALTER SYSTEM)
+ * must stop the server, as a bad core setting does.  A setting defined by
+ * a library is first a placeholder holding the text; PostgreSQL would
+ * report a value that fails to convert as a WARNING and use the default,
+ * so check the text ourselves before defining the setting.  (This runs in
+ * the postmaster while it loads shared_preload_libraries, where an ERROR
+ * ends start-up.)
+ */
+static void
+check_queue_size_text(void)
+{
+	const char *text = GetConfigOption("a2.notify_queue_size", true, false);
+	const char *hint = NULL;
+	int			value;
+
+	if (text == NULL)
+		return;
+	if (!parse_int(text, &value, 0, &hint) || value < 1 || value > A2_QUEUE_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for parameter \"%s\": \"%s\"",
+						"a2.notify_queue_size", text),
+				 errdetail("a2.notify_queue_size is a number of queue slots from 1 to %d.",
+						   A2_QUEUE_MAX),
+				 errhint("Correct or remove the setting (the default is %d) and start the server again.",
+						 A2_QUEUE_DEFAULT)));
+}
+
 void
 a2_notifier_init(void)
 {
@@ -171,13 +214,15 @@ a2_notifier_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
+	check_queue_size_text();
 	DefineCustomIntVariable("a2.notify_queue_size",
 							"Announcements the notifier's shared queue holds.",
 							"Each slot takes about 1 kB of shared memory. When "
 							"the queue is full, a committing transaction sends its "
-							"NOTIFY itself, as without the notifier.",
+							"NOTIFY itself, as without the notifier. A value that is "
+							"not a number from 1 to 1048576 stops the server from starting.",
 							&queue_size,
-							4096, 1, 1024 * 1024,
+							A2_QUEUE_DEFAULT, 1, A2_QUEUE_MAX,
 							PGC_POSTMASTER,
 							0,
 							NULL, NULL, NULL);
@@ -204,13 +249,37 @@ a2_notifier_available(void)
 	return shared != NULL;
 }
 
-bool
-a2_notifier_record(const A2Announcement *items, int n)
+/* Take n free slots for fxid's entries.  Caller holds the lock and checked room. */
+static void
+put_entries(Oid dboid, FullTransactionId fxid, const A2Announcement *items,
+			int n, bool durable)
 {
-	TransactionId xid = GetTopTransactionIdIfAny();
 	int			i;
 
-	if (shared == NULL || n <= 0 || !TransactionIdIsValid(xid))
+	for (i = 0; i < n; i++)
+	{
+		int			s = freestack[--shared->nfree];
+		A2NotifySlot *slot = &qslots[s];
+		size_t		len = strlen(items[i].session_id);
+
+		Assert(len <= A2_MAX_NAME_BYTES);
+		slot->dboid = dboid;
+		slot->fxid = fxid;
+		slot->durable = durable;
+		slot->max_index = items[i].max_index;
+		slot->len = (uint16) len;
+		memcpy(names + (Size) s * A2_NAME_STRIDE, items[i].session_id, len);
+		usedpos[s] = shared->nused;
+		used[shared->nused++] = s;
+		slot->state = A2_SLOT_READY;
+	}
+}
+
+bool
+a2_notifier_record(FullTransactionId fxid, const A2Announcement *items, int n,
+				   bool durable)
+{
+	if (shared == NULL || n <= 0 || !FullTransactionIdIsValid(fxid))
 		return false;
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
@@ -219,25 +288,24 @@ a2_notifier_record(const A2Announcement *items, int n)
 		LWLockRelease(shared->lock);
 		return false;
 	}
-	for (i = 0; i < n; i++)
-	{
-		int			s = freestack[--shared->nfree];
-		A2NotifySlot *slot = &qslots[s];
-		size_t		len = strlen(items[i].session_id);
-
-		Assert(len <= A2_MAX_NAME_BYTES);
-		slot->dboid = MyDatabaseId;
-		slot->xid = xid;
-		slot->max_index = items[i].max_index;
-		slot->len = (uint16) len;
-		memcpy(names + (Size) s * A2_NAME_STRIDE, items[i].session_id, len);
-		usedpos[s] = shared->nused;
-		used[shared->nused++] = s;
-		slot->state = A2_SLOT_READY;
-	}
+	put_entries(MyDatabaseId, fxid, items, n, durable);
 	LWLockRelease(shared->lock);
 	pg_atomic_fetch_add_u64(&shared->recorded, n);
 	return true;
+}
+
+void
+a2_notifier_request_load(bool wake)
+{
+	Latch	   *latch;
+
+	if (shared == NULL)
+		return;
+	pg_atomic_write_u32(&shared->load_requested, 1);
+	pg_memory_barrier();
+	latch = shared->worker_latch;
+	if (wake && latch != NULL)
+		SetLatch(latch);
 }
 
 void
@@ -252,11 +320,16 @@ a2_notifier_wake(void)
 {
 	Latch	   *latch;
 
-	if (shared == NULL || shared->nused == 0)
+	if (shared == NULL ||
+		(shared->nused == 0 && pg_atomic_read_u32(&shared->load_requested) == 0))
 		return;
-	/* an unlocked read: a stale pointer only sets some other latch */
+	/*
+	 * An unlocked read: a stale pointer only sets some other latch.  The
+	 * worker's own transactions end here too; waking itself would make it
+	 * spin while entries wait for prepared transactions.
+	 */
 	latch = shared->worker_latch;
-	if (latch != NULL)
+	if (latch != NULL && latch != MyLatch)
 		SetLatch(latch);
 }
 
@@ -271,6 +344,21 @@ detach_worker(int code, Datum arg)
 	LWLockRelease(shared->lock);
 }
 
+/* Put every SENDING slot back to READY.  Caller holds the lock. */
+static void
+unsend_locked(void)
+{
+	int			i;
+
+	for (i = 0; i < shared->nused; i++)
+	{
+		A2NotifySlot *slot = &qslots[used[i]];
+
+		if (slot->state == A2_SLOT_SENDING)
+			slot->state = A2_SLOT_READY;
+	}
+}
+
 /*
  * Become the queue's worker.  Slots a previous worker was sending when it
  * died go back to READY: they are announced again rather than lost (a
@@ -279,25 +367,71 @@ detach_worker(int code, Datum arg)
 void
 a2_notifier_attach_worker(void)
 {
-	int			i;
-
 	if (shared == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("a2 notifier started without its shared memory"),
 				 errhint("Add a2 to shared_preload_libraries.")));
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < shared->nused; i++)
-	{
-		A2NotifySlot *slot = &qslots[used[i]];
-
-		if (slot->state == A2_SLOT_SENDING)
-			slot->state = A2_SLOT_READY;
-	}
+	unsend_locked();
 	shared->worker_latch = MyLatch;
 	shared->worker_pid = MyProcPid;
 	LWLockRelease(shared->lock);
 	before_shmem_exit(detach_worker, (Datum) 0);
+}
+
+/* After an error in a pass: what was being sent is owed again. */
+void
+a2_notifier_unsend(void)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	unsend_locked();
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * True (once) when durable records may be missing from the queue.  The
+ * flag is cleared before the worker reads the directory, so a record
+ * written after the read sets it again.
+ */
+bool
+a2_notifier_take_load_request(void)
+{
+	return pg_atomic_exchange_u32(&shared->load_requested, 0) != 0;
+}
+
+/* Does the queue hold a durable entry of fxid?  Caller holds the lock. */
+static bool
+has_durable(FullTransactionId fxid)
+{
+	int			i;
+
+	for (i = 0; i < shared->nused; i++)
+	{
+		A2NotifySlot *slot = &qslots[used[i]];
+
+		if (slot->durable && FullTransactionIdEquals(slot->fxid, fxid))
+			return true;
+	}
+	return false;
+}
+
+/* Put a durable record's entries back into the queue, all or none. */
+A2Restore
+a2_notifier_restore(Oid dboid, FullTransactionId fxid,
+					const A2Announcement *items, int n)
+{
+	A2Restore	result = A2_RESTORED;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	if (has_durable(fxid))
+		result = A2_RESTORE_ALREADY;
+	else if (shared->nfree < n)
+		result = A2_RESTORE_NO_ROOM;
+	else
+		put_entries(dboid, fxid, items, n, true);
+	LWLockRelease(shared->lock);
+	return result;
 }
 
 /*
@@ -307,7 +441,7 @@ a2_notifier_attach_worker(void)
  * entries behind them.
  */
 int
-a2_notifier_list_ready(int *slots, TransactionId *xids, int max, int *cursor)
+a2_notifier_list_ready(int *slots, FullTransactionId *fxids, int max, int *cursor)
 {
 	int			n = 0;
 	int			i;
@@ -322,7 +456,7 @@ a2_notifier_list_ready(int *slots, TransactionId *xids, int max, int *cursor)
 		if (qslots[s].state != A2_SLOT_READY)
 			continue;
 		slots[n] = s;
-		xids[n] = qslots[s].xid;
+		fxids[n] = qslots[s].fxid;
 		n++;
 	}
 	*cursor = start + i;
@@ -330,24 +464,33 @@ a2_notifier_list_ready(int *slots, TransactionId *xids, int max, int *cursor)
 	return n;
 }
 
+/*
+ * Free slot s.  When it was the last durable entry of its transaction,
+ * add the transaction to done[] (its record can go).  Caller holds the
+ * lock.
+ */
 static void
-free_slot(int s)
+free_slot(int s, FullTransactionId *done, int *ndone)
 {
 	int			pos = usedpos[s];
 	int			last = used[shared->nused - 1];
+	A2NotifySlot *slot = &qslots[s];
 
 	/* keep used[] dense: the last entry takes the freed one's place */
 	used[pos] = last;
 	usedpos[last] = pos;
 	shared->nused--;
 	usedpos[s] = -1;
-	qslots[s].state = A2_SLOT_FREE;
+	slot->state = A2_SLOT_FREE;
 	freestack[shared->nfree++] = s;
+	if (slot->durable && !has_durable(slot->fxid))
+		done[(*ndone)++] = slot->fxid;
+	slot->durable = false;
 }
 
 int
 a2_notifier_take(const int *slots, const uint8 *fates, int n,
-				 A2Taken *out, char *namebuf)
+				 A2Taken *out, char *namebuf, FullTransactionId *done, int *ndone)
 {
 	int			ntaken = 0;
 	int64		dropped = 0;
@@ -359,18 +502,20 @@ a2_notifier_take(const int *slots, const uint8 *fates, int n,
 		int			s = slots[i];
 		A2NotifySlot *slot = &qslots[s];
 
-		if (fates[i] == A2_XID_ABORTED)
+		if (fates[i] == A2_XID_ABORTED || fates[i] == A2_XID_FUTURE)
 		{
-			free_slot(s);
+			free_slot(s, done, ndone);
 			dropped++;
 		}
-		else if (fates[i] == A2_XID_COMMITTED)
+		else if (fates[i] == A2_XID_COMMITTED || fates[i] == A2_XID_FORGOTTEN)
 		{
 			A2Taken    *t = &out[ntaken];
 
 			t->slot = s;
 			t->dboid = slot->dboid;
 			t->max_index = slot->max_index;
+			t->fxid = slot->fxid;
+			t->durable = slot->durable;
 			t->session_id = namebuf + (Size) ntaken * A2_NAME_STRIDE;
 			memcpy(t->session_id, names + (Size) s * A2_NAME_STRIDE, slot->len);
 			t->session_id[slot->len] = '\0';
@@ -385,13 +530,14 @@ a2_notifier_take(const int *slots, const uint8 *fates, int n,
 }
 
 void
-a2_notifier_release(const A2Taken *taken, int n, int64 announced, int64 coalesced)
+a2_notifier_release(const A2Taken *taken, int n, int64 announced, int64 coalesced,
+					FullTransactionId *done, int *ndone)
 {
 	int			i;
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < n; i++)
-		free_slot(taken[i].slot);
+		free_slot(taken[i].slot, done, ndone);
 	LWLockRelease(shared->lock);
 	pg_atomic_fetch_add_u64(&shared->announced, announced);
 	pg_atomic_fetch_add_u64(&shared->coalesced, coalesced);
@@ -408,6 +554,9 @@ a2_notifier_release(const A2Taken *taken, int n, int64 announced, int64 coalesce
 static int
 count_waiting(int *depth)
 {
+	/* a fresh snapshot, judged as the worker judges (notifier_xid.c) */
+	Snapshot	snap = GetLatestSnapshot();
+	FullTransactionId next = ReadNextFullTransactionId();
 	int			waiting = 0;
 	int			i;
 
@@ -417,7 +566,7 @@ count_waiting(int *depth)
 	{
 		A2NotifySlot *slot = &qslots[used[i]];
 
-		if (slot->state == A2_SLOT_READY && TransactionIdIsInProgress(slot->xid))
+		if (slot->state == A2_SLOT_READY && a2_xid_running(slot->fxid, snap, next))
 			waiting++;
 	}
 	LWLockRelease(shared->lock);
@@ -455,7 +604,9 @@ a2_notify_wait(PG_FUNCTION_ARGS)
 	{
 		int			depth;
 
-		if (count_waiting(&depth) == depth)
+		/* records on disk not yet read back are owed too */
+		if (count_waiting(&depth) == depth &&
+			pg_atomic_read_u32(&shared->load_requested) == 0)
 			PG_RETURN_BOOL(true);
 		if (GetCurrentTimestamp() >= deadline)
 			PG_RETURN_BOOL(false);

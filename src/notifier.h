@@ -6,17 +6,20 @@
  *	  sends them.  Only available when a2 is in shared_preload_libraries.
  *
  *	  A transaction that added events records, just before it commits or
- *	  prepares, one entry per session: (database, top-level xid, session,
- *	  greatest new index).  The worker announces an entry once its xid is no
- *	  longer running and committed -- so the events are visible to any new
- *	  snapshot -- and drops it once the xid aborted.  That one rule covers
- *	  plain commits, aborts after the entry was recorded, and prepared
- *	  transactions (COMMIT / ROLLBACK PREPARED from any backend).
+ *	  prepares, one entry per session: (database, top-level full xid,
+ *	  session, greatest new index).  The worker announces an entry once its
+ *	  xid is no longer running and committed -- so the events are visible
+ *	  to any new snapshot -- and drops it once the xid aborted
+ *	  (notifier_xid.c judges).  That one rule covers plain commits, aborts
+ *	  after the entry was recorded, and prepared transactions (COMMIT /
+ *	  ROLLBACK PREPARED from any backend).  A prepared transaction's entries
+ *	  are also written to a durable record (notifier_store.c) and read back
+ *	  into the queue after a restart.
  *
  *	  Lock order: the queue's LWLock is taken alone, never while waiting for
- *	  another a2 lock.  Only a2_notify_status() asks the procarray about
- *	  xids while holding it (ProcArrayLock after ours, never the other way
- *	  round); the worker asks without it.
+ *	  another a2 lock.  Only a2_notify_status() and a2_notify_wait() look at
+ *	  xids while holding it (the procarray's and subtrans's locks after
+ *	  ours, never the other way round); the worker judges without it.
  *
  * IDENTIFICATION
  *	  src/notifier.h
@@ -27,6 +30,9 @@
 #define A2_NOTIFIER_H
 
 #include "postgres.h"
+
+#include "access/transam.h"
+#include "utils/snapshot.h"
 
 /* One announcement a transaction wants made: session and greatest index. */
 typedef struct A2Announcement
@@ -42,11 +48,20 @@ extern void a2_notifier_init(void);
 extern bool a2_notifier_available(void);
 
 /*
- * Record n announcements for the current top-level transaction, all or
- * none.  Returns false (nothing recorded) when the queue has no room for
- * all of them, or when there is no queue; the caller then falls back.
+ * Record n announcements of transaction fxid (all in this database), all
+ * or none.  durable: the entries also have a durable record (a prepared
+ * transaction's), removed once they are announced or dropped.  Returns
+ * false (nothing recorded) when the queue has no room for all of them,
+ * or when there is no queue; the caller then falls back.
  */
-extern bool a2_notifier_record(const A2Announcement *items, int n);
+extern bool a2_notifier_record(FullTransactionId fxid, const A2Announcement *items,
+							   int n, bool durable);
+
+/*
+ * Ask the worker to read the durable records back (some are not queued);
+ * wake: set its latch (the worker itself, retrying later, does not).
+ */
+extern void a2_notifier_request_load(bool wake);
 
 /* Count one transaction that fell back to an in-transaction NOTIFY. */
 extern void a2_notifier_count_fallback(void);
@@ -62,34 +77,65 @@ extern void a2_notifier_wake(void);
 extern PGDLLEXPORT void a2_notifier_main(Datum main_arg);
 
 /*
- * For the worker (notifier_worker.c).  A pass lists the READY slots and
- * their xids, asks the procarray and clog about each xid without holding
- * the queue lock, then takes the committed ones (READY -> SENDING, copied
- * out) and frees the aborted ones, sends, and finally releases what it
- * sent.  Only the worker changes a slot once it is recorded, so the slots
- * it listed stay put between the steps.
+ * What became of an entry's transaction (notifier_xid.c).  FORGOTTEN: it
+ * ended so long ago that clog no longer knows how; the entry is announced
+ * (a listener may hear it twice, but never miss it).  FUTURE: the xid was
+ * never handed out in this cluster's history (a durable record outlived a
+ * point-in-time recovery to before it); the entry is dropped.
  */
 typedef enum A2XidFate
 {
 	A2_XID_RUNNING = 0,
 	A2_XID_COMMITTED,
-	A2_XID_ABORTED
+	A2_XID_ABORTED,
+	A2_XID_FORGOTTEN,
+	A2_XID_FUTURE
 } A2XidFate;
 
+extern A2XidFate a2_xid_fate(FullTransactionId fxid, Snapshot snap,
+							 FullTransactionId next);
+extern bool a2_xid_running(FullTransactionId fxid, Snapshot snap,
+						   FullTransactionId next);
+
+/*
+ * For the worker (notifier_worker.c).  A pass lists the READY slots and
+ * their xids, judges each xid without holding the queue lock, then takes
+ * the committed ones (READY -> SENDING, copied out) and frees the aborted
+ * ones, sends, and finally releases what it sent.  Only the worker changes
+ * a slot once it is recorded, so the slots it listed stay put between the
+ * steps.  take and release report the transactions whose last durable
+ * entry they freed (at most one per entry): their records can go.
+ */
 typedef struct A2Taken
 {
 	int			slot;
 	Oid			dboid;
 	int64		max_index;
+	FullTransactionId fxid;
+	bool		durable;
 	char	   *session_id;		/* points into the caller's name buffer */
 } A2Taken;
 
+/* the outcome of putting a durable record back into the queue */
+typedef enum A2Restore
+{
+	A2_RESTORED = 0,
+	A2_RESTORE_ALREADY,			/* its entries are queued already */
+	A2_RESTORE_NO_ROOM
+} A2Restore;
+
 extern void a2_notifier_attach_worker(void);
-extern int	a2_notifier_list_ready(int *slots, TransactionId *xids, int max,
-									int *cursor);
+extern bool a2_notifier_take_load_request(void);
+extern A2Restore a2_notifier_restore(Oid dboid, FullTransactionId fxid,
+									 const A2Announcement *items, int n);
+extern int	a2_notifier_list_ready(int *slots, FullTransactionId *fxids, int max,
+								   int *cursor);
 extern int	a2_notifier_take(const int *slots, const uint8 *fates, int n,
-							 A2Taken *out, char *namebuf);
+							 A2Taken *out, char *namebuf,
+							 FullTransactionId *done, int *ndone);
 extern void a2_notifier_release(const A2Taken *taken, int n, int64 announced,
-								int64 coalesced);
+								int64 coalesced, FullTransactionId *done,
+								int *ndone);
+extern void a2_notifier_unsend(void);
 
 #endif							/* A2_NOTIFIER_H */

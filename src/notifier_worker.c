@@ -3,13 +3,19 @@
  * notifier_worker.c
  *	  The background worker that announces committed appends.
  *
- *	  One worker serves every database of the cluster.  A pass lists the
- *	  queue's READY entries, asks about each one's xid (still running:
- *	  leave it; committed: take it; aborted: drop it), sorts what it took by
+ *	  One worker serves every database of the cluster.  A pass reads
+ *	  durable records back into the queue when asked to (after a start, or
+ *	  when a PREPARE found no room), lists the queue's READY entries, takes
+ *	  one fresh snapshot and judges each entry's transaction by it
+ *	  (notifier_xid.c: still running: leave it; committed, or so old that
+ *	  clog forgot: take it; aborted: drop it), sorts what it took by
  *	  (database, session), keeps the greatest index per session (the others
  *	  are counted as coalesced), and sends one transaction of NOTIFY
- *	  a2_events per database.  Only then are the entries freed, so a worker
- *	  that dies in between announces them again after its restart.
+ *	  a2_events per database.  A database's entries are freed as soon as its
+ *	  transaction committed, and the durable records of prepared
+ *	  transactions whose entries are all done are removed after that; so a
+ *	  worker that fails or dies before announces them again (a listener may
+ *	  hear one twice, never miss one).
  *
  *	  NOTIFY is database-local: PostgreSQL stamps every queued notification
  *	  with MyDatabaseId and signals the listeners of that database.  The
@@ -18,12 +24,17 @@
  *	  for the length of each sending transaction, which touches no
  *	  relation, only the notification queue.
  *
- *	  "Committed and no longer running" is what makes the events visible:
- *	  a transaction leaves the procarray only after its commit is recorded,
- *	  and a snapshot taken after that sees it.  A prepared transaction is
- *	  running until COMMIT PREPARED or ROLLBACK PREPARED, whichever backend
- *	  runs it; every backend's end of transaction wakes the worker while
- *	  anything is queued, and the worker looks again every second anyway.
+ *	  Errors: like PostgreSQL's own long-lived processes, the worker
+ *	  catches an ERROR at the top of its loop (sigsetjmp), aborts the
+ *	  transaction it was in, logs it, puts the entries it was sending back
+ *	  to READY and waits before trying again: 1 s after the first failure,
+ *	  doubling up to 30 s while the failures go on, so a lasting condition
+ *	  (PostgreSQL's notification queue full because a listener stopped
+ *	  reading) costs a few log lines per wait, not a restart loop; before
+ *	  each retry it lets PostgreSQL drop queue pages nobody needs.  Signals:
+ *	  SIGTERM ends the worker (the postmaster starts a new one 1 s later);
+ *	  SIGINT (pg_cancel_backend) cancels a pass that is waiting, as an
+ *	  ERROR, and is ignored while idle; SIGHUP reloads the configuration.
  *
  * IDENTIFICATION
  *	  src/notifier_worker.c
@@ -32,6 +43,8 @@
  */
 #include "postgres.h"
 
+#include <setjmp.h>
+
 #include "access/transam.h"
 #include "access/xact.h"
 #include "commands/async.h"
@@ -39,17 +52,21 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/procarray.h"
+#include "storage/lwlock.h"
 #include "tcop/tcopprot.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
-#include "utils/json.h"
 #include "utils/memutils.h"
-#include "utils/ps_status.h"
+#include "utils/snapmgr.h"
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
 
 #include "a2.h"
 #include "notifier.h"
+#include "notifier_store.h"
 #include "notify.h"
 
 /* entries handled per pass; a longer queue takes several passes */
@@ -58,17 +75,30 @@
 #define A2_POLL_MS		1000L
 /* how long to gather announcements after a pass that sent some */
 #define A2_GATHER_MS	1L
+/* the wait after a failed pass: doubles from MIN to MAX */
+#define A2_RETRY_MIN_MS	1000L
+#define A2_RETRY_MAX_MS	30000L
 
 typedef struct PassState
 {
 	int			slots[A2_PASS_MAX];
-	TransactionId xids[A2_PASS_MAX];
+	FullTransactionId fxids[A2_PASS_MAX];
 	uint8		fates[A2_PASS_MAX];
 	A2Taken		taken[A2_PASS_MAX];
+	FullTransactionId done[A2_PASS_MAX];	/* records that can go */
+	int			ndone;
 	char	   *names;			/* A2_PASS_MAX names of A2_MAX_NAME_BYTES + 1 */
 	int			cursor;			/* where the next listing starts in the queue */
 	uint64		passes_sent;	/* passes that sent something, ever */
 } PassState;
+
+/* what reading the records back found */
+typedef struct LoadState
+{
+	int			records;
+	int			entries;
+	bool		no_room;
+} LoadState;
 
 static int
 taken_cmp(const void *a, const void *b)
@@ -88,6 +118,60 @@ taken_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* Remove the records whose entries are all announced or dropped. */
+static void
+remove_done(PassState *ps)
+{
+	int			i;
+
+	for (i = 0; i < ps->ndone; i++)
+		a2_store_remove(ps->done[i]);
+	ps->ndone = 0;
+}
+
+static bool
+restore_record(FullTransactionId fxid, Oid dboid, const A2Announcement *items,
+			   int n, void *arg)
+{
+	LoadState  *ls = arg;
+
+	switch (a2_notifier_restore(dboid, fxid, items, n))
+	{
+		case A2_RESTORED:
+			ls->records++;
+			ls->entries += n;
+			break;
+		case A2_RESTORE_ALREADY:
+			break;
+		case A2_RESTORE_NO_ROOM:
+			ls->no_room = true;
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Read the durable records back into the queue.  Returns true when some
+ * did not fit (they are read again on a later pass).
+ */
+static bool
+load_records(void)
+{
+	LoadState	ls = {0};
+
+	StartTransactionCommand();
+	(void) a2_store_scan(restore_record, &ls, GetLatestSnapshot(),
+						 ReadNextFullTransactionId());
+	CommitTransactionCommand();
+	if (ls.records > 0)
+		ereport(LOG,
+				(errmsg("a2 notifier: read %d announcement(s) of %d prepared transaction(s) back from \"%s\"",
+						ls.entries, ls.records, A2_STORE_DIR)));
+	if (ls.no_room)
+		a2_notifier_request_load(false);
+	return ls.no_room;
+}
+
 /*
  * Send taken[from..to) -- one database, sorted -- in one transaction.
  * Returns the number of notifications sent.
@@ -100,9 +184,10 @@ send_database(A2Taken *taken, int from, int to)
 	StringInfoData payload;
 	int			i;
 
-	initStringInfo(&payload);
 	MyDatabaseId = dboid;
 	StartTransactionCommand();
+	/* in the transaction's memory: freed at commit or abort */
+	initStringInfo(&payload);
 	for (i = from; i < to; i++)
 	{
 		/* sorted greatest first: only a session's first entry is sent */
@@ -115,47 +200,61 @@ send_database(A2Taken *taken, int from, int to)
 	}
 	CommitTransactionCommand();
 	MyDatabaseId = InvalidOid;
-	pfree(payload.data);
+	ereport(DEBUG1,
+			(errmsg_internal("a2 notifier: announced " INT64_FORMAT " session(s) in database %u",
+							 sent, dboid)));
 	return sent;
 }
 
 /*
  * One pass over the queue.  Returns true when entries are left waiting
- * for running transactions, false when the queue held nothing to wait for.
- * *more is set when the pass was full and the queue may hold more.
+ * for running transactions (or records for room), false when the queue
+ * held nothing to wait for.  *more is set when the pass was full and the
+ * queue may hold more.
  */
 static bool
 run_pass(PassState *ps, bool *more)
 {
+	bool		waiting = false;
 	int			n;
 	int			ntaken;
-	int			nwaiting = 0;
-	int64		sent = 0;
+	int			nforgotten = 0;
+	Snapshot	snap;
+	FullTransactionId next;
 	int			i;
 	int			from;
 
-	n = a2_notifier_list_ready(ps->slots, ps->xids, A2_PASS_MAX, &ps->cursor);
 	*more = false;
-	if (n == 0)
-		return false;
+	if (a2_notifier_take_load_request())
+		waiting = load_records();
 
+	n = a2_notifier_list_ready(ps->slots, ps->fxids, A2_PASS_MAX, &ps->cursor);
+	if (n == 0)
+		return waiting;
+
+	/* one fresh snapshot per pass, as async.c's reader takes */
+	StartTransactionCommand();
+	snap = GetLatestSnapshot();
+	next = ReadNextFullTransactionId();
 	for (i = 0; i < n; i++)
 	{
-		TransactionId xid = ps->xids[i];
-
-		/* the procarray first: clog says committed a moment before that */
-		if (TransactionIdIsInProgress(xid))
-		{
-			ps->fates[i] = A2_XID_RUNNING;
-			nwaiting++;
-		}
-		else if (TransactionIdDidCommit(xid))
-			ps->fates[i] = A2_XID_COMMITTED;
-		else
-			ps->fates[i] = A2_XID_ABORTED;
+		ps->fates[i] = a2_xid_fate(ps->fxids[i], snap, next);
+		if (ps->fates[i] == A2_XID_RUNNING)
+			waiting = true;
+		else if (ps->fates[i] == A2_XID_FORGOTTEN)
+			nforgotten++;
 	}
+	CommitTransactionCommand();
+	if (nforgotten > 0)
+		ereport(LOG,
+				(errmsg("a2 notifier: announcing %d entr%s whose transaction ended before clog's horizon",
+						nforgotten, nforgotten == 1 ? "y" : "ies"),
+				 errdetail("Their transactions may have committed or aborted; a listener may hear such an announcement for events it already read.")));
 
-	ntaken = a2_notifier_take(ps->slots, ps->fates, n, ps->taken, ps->names);
+	ps->ndone = 0;
+	ntaken = a2_notifier_take(ps->slots, ps->fates, n, ps->taken, ps->names,
+							  ps->done, &ps->ndone);
+	remove_done(ps);
 	if (ntaken > 0)
 	{
 		qsort(ps->taken, ntaken, sizeof(A2Taken), taken_cmp);
@@ -164,26 +263,86 @@ run_pass(PassState *ps, bool *more)
 		{
 			if (i == ntaken || ps->taken[i].dboid != ps->taken[from].dboid)
 			{
-				sent += send_database(ps->taken, from, i);
+				int64		sent = send_database(ps->taken, from, i);
+
+				/* committed: free them now, so a later failure cannot resend them */
+				a2_notifier_release(ps->taken + from, i - from, sent, (i - from) - sent,
+									ps->done, &ps->ndone);
+				remove_done(ps);
 				from = i;
 			}
 		}
-		a2_notifier_release(ps->taken, ntaken, sent, ntaken - sent);
 		pgstat_report_stat(false);
 		ps->passes_sent++;
 		/* a full pass that made progress: the queue may hold more now */
 		*more = (n == A2_PASS_MAX);
 	}
-	return nwaiting > 0;
+	return waiting;
+}
+
+/*
+ * Interrupts outside a pass: SIGTERM ends us, SIGHUP reloads the
+ * configuration, and a cancel has nothing to cancel.
+ */
+static void
+idle_interrupts(void)
+{
+	QueryCancelPending = false;
+	CHECK_FOR_INTERRUPTS();
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+}
+
+/*
+ * Let PostgreSQL drop notification-queue pages no listener needs any
+ * more.  It does so when a NOTIFY commit crosses a page boundary, or when
+ * pg_notification_queue_usage() is called: after the queue ran full, no
+ * NOTIFY can commit, so without the call a queue whose laggard listener
+ * has since gone stays full.  Called before each retry.
+ */
+static void
+advance_notify_tail(void)
+{
+	double		usage = DatumGetFloat8(OidFunctionCall0(F_PG_NOTIFICATION_QUEUE_USAGE));
+
+	if (usage >= 0.5)
+		ereport(LOG,
+				(errmsg("a2 notifier: PostgreSQL's notification queue is %.0f%% full", usage * 100),
+				 errhint("A session that LISTENs and does not read (idle in transaction, or a slow client) holds it; pg_notification_queue_usage() shows the fill.")));
+}
+
+/* Wait ms after a failed pass; commits that wake us do not shorten it. */
+static void
+retry_wait(long ms)
+{
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms);
+
+	for (;;)
+	{
+		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until);
+
+		if (left <= 0)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 left, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		idle_interrupts();
+	}
 }
 
 void
 a2_notifier_main(Datum main_arg)
 {
+	sigjmp_buf	local_sigjmp_buf;
 	PassState  *ps;
+	volatile int failures = 0;
 
-	/* SIGTERM (shutdown, pg_terminate_backend) ends us; the postmaster restarts us */
 	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGINT, StatementCancelHandler);
 	BackgroundWorkerUnblockSignals();
 
 	/* no database: we never keep one open, and we serve them all */
@@ -193,14 +352,56 @@ a2_notifier_main(Datum main_arg)
 	/*
 	 * Our transactions write nothing but the notification queue, which a
 	 * crash empties anyway (and disconnects every listener): there is no
-	 * reason for them to wait for a WAL flush.
+	 * reason for them to wait for a WAL flush.  They read nothing either,
+	 * and need no stricter isolation than the snapshot a pass takes.
 	 */
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed",
+					PGC_SUSET, PGC_S_OVERRIDE);
 
+	/* outside transactions the worker allocates nothing else */
 	ps = MemoryContextAllocZero(TopMemoryContext, sizeof(PassState));
 	ps->names = MemoryContextAlloc(TopMemoryContext,
 								   (Size) A2_PASS_MAX * (A2_MAX_NAME_BYTES + 1));
 	a2_notifier_attach_worker();
+
+	/*
+	 * An ERROR anywhere below lands here (as in PostgreSQL's autovacuum
+	 * launcher): report it, abort the transaction we were in, release what
+	 * a transaction would not, make the entries we were sending owed again,
+	 * and wait before the next try.
+	 */
+	if (sigsetjmp(local_sigjmp_buf, 1) != 0)
+	{
+		long		wait_ms;
+
+		error_context_stack = NULL;
+		HOLD_INTERRUPTS();
+		disable_all_timeouts(false);
+		QueryCancelPending = false;
+		EmitErrorReport();
+		AbortCurrentTransaction();
+		LWLockReleaseAll();
+		pgstat_report_wait_end();
+		MyDatabaseId = InvalidOid;
+		MemoryContextSwitchTo(TopMemoryContext);
+		FlushErrorState();
+		a2_notifier_unsend();
+		ps->ndone = 0;
+		RESUME_INTERRUPTS();
+
+		failures++;
+		wait_ms = A2_RETRY_MIN_MS << Min(failures - 1, 5);
+		wait_ms = Min(wait_ms, A2_RETRY_MAX_MS);
+		ereport(LOG,
+				(errmsg("a2 notifier: pass failed, trying again in %ld ms", wait_ms),
+				 errdetail("%d consecutive failure(s); the entries it was sending are kept.",
+						   failures)));
+		pgstat_report_activity(STATE_IDLE, NULL);
+		retry_wait(wait_ms);
+		advance_notify_tail();
+	}
+	PG_exception_stack = &local_sigjmp_buf;
 
 	for (;;)
 	{
@@ -210,16 +411,17 @@ a2_notifier_main(Datum main_arg)
 		uint64		sent_before;
 
 		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		idle_interrupts();
 
 		pgstat_report_activity(STATE_RUNNING, NULL);
 		sent_before = ps->passes_sent;
 		do
 		{
 			waiting = run_pass(ps, &more);
-			CHECK_FOR_INTERRUPTS();
+			idle_interrupts();
 		} while (more);
 		pgstat_report_activity(STATE_IDLE, NULL);
+		failures = 0;
 
 		/*
 		 * After a pass that sent something, gather for a moment before the

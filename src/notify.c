@@ -35,20 +35,15 @@
 #include "access/xact.h"
 #include "commands/async.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 
-#include "miscadmin.h"
-#include "storage/latch.h"
-#include "utils/wait_event.h"
-
 #include "notifier.h"
+#include "notifier_store.h"
 #include "notify.h"
-
-/* how long a PREPARE waits for room in a full queue */
-#define A2_PREPARE_WAIT_MS	10000
 
 typedef struct PendingNotify
 {
@@ -122,31 +117,26 @@ notify_in_transaction(const A2Announcement *items, int n)
 }
 
 /*
- * A transaction about to PREPARE cannot NOTIFY, so a full queue makes it
- * wait for the notifier to free room, and gives up with an error (which
- * aborts the PREPARE, so nothing is lost) if none comes.
+ * A transaction about to PREPARE cannot NOTIFY.  Its entries go into the
+ * queue, marked durable, and into a record on disk that outlives a
+ * restart; a failure to write the record fails the PREPARE (nothing is
+ * lost: the transaction aborts).  The queue is filled first so that a
+ * worker reading the records back meanwhile finds the entries queued and
+ * does not queue them twice.  Without room in the queue the record alone
+ * holds them, and the worker is asked to read it back when it can.
  */
 static void
 record_for_prepare(const A2Announcement *items, int n)
 {
-	int			waited = 0;
+	FullTransactionId fxid = GetTopFullTransactionIdIfAny();
+	bool		queued;
 
-	while (!a2_notifier_record(items, n))
-	{
-		if (waited >= A2_PREPARE_WAIT_MS)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("a2 notification queue is full"),
-					 errdetail("A transaction that appended to %d session(s) cannot be prepared "
-							   "until the notifier frees room.", n),
-					 errhint("Check that the a2 notifier is running, or raise a2.notify_queue_size.")));
-		a2_notifier_wake();
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		waited += 10;
-	}
+	if (!FullTransactionIdIsValid(fxid))
+		return;					/* wrote nothing: nothing to announce */
+	queued = a2_notifier_record(fxid, items, n, true);
+	a2_store_write_prepared(fxid, MyDatabaseId, items, n);
+	if (!queued)
+		a2_notifier_request_load(true);
 }
 
 static void
@@ -159,7 +149,7 @@ dispatch_pending(bool prepare)
 		notify_in_transaction(items, n);
 	else if (prepare)
 		record_for_prepare(items, n);
-	else if (!a2_notifier_record(items, n))
+	else if (!a2_notifier_record(GetTopFullTransactionIdIfAny(), items, n, false))
 	{
 		a2_notifier_count_fallback();
 		notify_in_transaction(items, n);
