@@ -18,3 +18,8 @@
 -- == clients and docs (issue 19) ==========================================
 
 -- == bytes per event (issue 20) ===========================================
+
+-- Generated event ids are time-ordered from 0.3.0 on (RFC 9562 version 7,
+-- src/uuid7.c): a library change, nothing to alter here.  Existing ids
+-- stay as they are; new ones land together at one place of
+-- a2_events_event_id instead of on random leaves.
