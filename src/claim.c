@@ -12,7 +12,12 @@
  *	  session lock.  The update finds its rows by primary key
  *	  (idx = ANY (ARRAY (...))), never by joining the session's rows: a
  *	  generic plan that hashes the whole session would make a claim cost
- *	  the session's length.
+ *	  the session's length.  For the same reason it also bounds idx by the
+ *	  least and greatest eligible index: an array that comes from a
+ *	  subquery is not used as an index condition when the statistics say
+ *	  sessions are short, and the generic plan then reads every row of the
+ *	  session through a bitmap scan (3,000 rows for one claim in a W4
+ *	  session after 1,500 cycles; bench/RESULTS.md, issue 20).
  *
  * IDENTIFICATION
  *	  src/claim.c
@@ -56,6 +61,8 @@ PG_FUNCTION_INFO_V1(a2_claim);
 	"    last_claimed_at = $2, claim_holder = $3, claim_expires_at = $4" \
 	"   WHERE e.session_id = $1" \
 	"     AND e.idx = ANY (ARRAY (SELECT eligible.idx FROM eligible))" \
+	"     AND e.idx >= (SELECT min(eligible.idx) FROM eligible)" \
+	"     AND e.idx <= (SELECT max(eligible.idx) FROM eligible)" \
 	"  RETURNING " A2_EVENT_COLUMNS \
 	") SELECT * FROM claimed ORDER BY idx"
 
