@@ -32,6 +32,9 @@
 #                      backend's CPU) out of the CPU figures
 #   A2_BYTES_OUT       output directory [$(dirname A2_PGDATA)/results-bytes]
 #   A2_PGDATA, A2_PGPORT  the cluster, as for bench/run.sh
+#   BYTES_CALLGRIND_DIR  set (with the server under callgrind, see
+#                      bench/callgrind_server.sh): count instructions per
+#                      call instead, into ir-<label>.tsv
 #
 # Method.  Each operation runs in one psql session as prepared statements
 # (PREPARE once, then one EXECUTE per call, each its own transaction,
@@ -238,6 +241,54 @@ SELECT 'STATS', '$blk', pg_wal_lsn_diff(:'lsn1', :'lsn0'), (:'ck1' <> :'ck0')::i
 EOF
 	done
 }
+
+# Instruction counts (the server runs under callgrind, see
+# bench/callgrind_server.sh): per operation, one session with the warm-up
+# call and 2 x A2_BYTES_OPS calls and one with the warm-up call alone; the
+# difference of their instructions, divided by the calls.
+callgrind_ir() {
+	local db=$1 op=$2 s pid f
+	local -a ir=()
+	for s in full warm; do
+		{
+			echo "\\o $OUT/blocks/$LABEL-$n-$op.$s.pid"
+			echo 'SELECT pg_backend_pid();'
+			echo '\o /dev/null'
+			op_sql "$op" prepare
+			op_sql "$op" warm
+			if [[ $s == full ]]; then
+				for ((i = 1; i <= 2 * K; i++)); do op_sql "$op" line "$i"; done
+			fi
+		} >"$OUT/blocks/$LABEL-$n-$op.$s.sql"
+		"$PSQL" -X -q -A -t -d "$db" -f "$OUT/blocks/$LABEL-$n-$op.$s.sql" >/dev/null
+		pid=$(tr -d ' \n' <"$OUT/blocks/$LABEL-$n-$op.$s.pid")
+		f=$BYTES_CALLGRIND_DIR/cg.$pid
+		for _ in $(seq 120); do [[ -s $f ]] && grep -qE '^(totals|summary):' "$f" && break; sleep 1; done
+		ir+=("$(sed -n 's/^\(totals\|summary\): *\([0-9]*\).*/\2/p' "$f" | tail -n 1)")
+	done
+	printf '%s\t%s\t%s\t%s\t%s\n' "$LABEL" "$n" "$op" "$((2 * K))" \
+		"$(((ir[0] - ir[1]) / (2 * K)))" >>"$OUT/ir-$LABEL.tsv"
+}
+
+if [[ -n ${BYTES_CALLGRIND_DIR:-} ]]; then
+	printf 'label\tevents\top\tcalls\tir_per_call\n' >"$OUT/ir-$LABEL.tsv"
+	for n in $SIZES; do
+		db=a2bytes_$n
+		build_db "$n"
+		[[ $UPDATE != 1 ]] || bench_psql "$db" -c 'ALTER EXTENSION a2 UPDATE'
+		bench_psql "$db" -A -t -c 'SELECT bench_sync_indexes()' >/dev/null
+		for op in $ONLY; do
+			prep=$(op_sql "$op" prep)
+			[[ -z $prep ]] || bench_psql "$db" -c "$prep" >/dev/null
+			bench_psql "$db" -c 'VACUUM ANALYZE a2_events' -c 'VACUUM ANALYZE bench_events'
+			bench_log "$db: $op (instructions)"
+			callgrind_ir "$db" "$op"
+		done
+		bench_psql "$db" -c 'SELECT bench_bytes_settle()' >/dev/null
+	done
+	column -t "$OUT/ir-$LABEL.tsv"
+	exit 0
+fi
 
 printf 'label\tevents\top\tblock\tcalls\twal_bytes\tcheckpoints\tstmt_calls\thit\tread\tdirtied\twritten\twal_records\twal_fpi\tstmt_wal_bytes\texec_ms\tbackend_cpu_ns\tserver_cpu_ns\n' \
 	>"$OUT/bytes-$LABEL.tsv.tmp"

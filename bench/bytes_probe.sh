@@ -10,24 +10,6 @@
 
 set -euo pipefail
 
-# Under valgrind (BYTES_CALLGRIND_DIR: the server runs under callgrind with
-# --callgrind-out-file=$BYTES_CALLGRIND_DIR/cg.%p): zero the backend's
-# counters at start, dump them at the end and write its instruction count
-# (Ir) in place of the backend's run time; the server column is 0.
-if [[ -n ${BYTES_CALLGRIND_DIR:-} ]]; then
-	if [[ $1 == start ]]; then
-		callgrind_control -z "$BYTES_BPID" >/dev/null
-		echo "$BYTES_TAG start 0 0" >>"$BYTES_PROBE_FILE"
-	else
-		callgrind_control -d "$BYTES_BPID" >/dev/null
-		dump=$(ls -t "$BYTES_CALLGRIND_DIR"/cg."$BYTES_BPID"* | head -n 1)
-		ir=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$dump" | head -n 1)
-		[[ -n $ir ]] || ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$dump" | head -n 1)
-		echo "$BYTES_TAG end ${ir:-0} 0" >>"$BYTES_PROBE_FILE"
-	fi
-	exit 0
-fi
-
 pm=$(head -n 1 "$BYTES_PGDATA/postmaster.pid")
 total=0
 for d in /proc/[0-9]*; do

@@ -2,7 +2,9 @@
 """bench/bytes_report.py TSV... -- the tables of bench/bytes.sh.
 
 Per table size, one row per (operation, label): WAL bytes per call in
-block A (right after a checkpoint) and block B (steady state), full-page
+block A (right after a checkpoint) and block B (steady state; also the
+statements' own WAL, pg_stat_statements, without commit records and
+whatever else the cluster wrote meanwhile), full-page
 images and WAL records per call (pg_stat_statements, statements only),
 buffers hit / read / dirtied per call (block B), and CPU per call (block B:
 the session's backend, and the whole server).  Then each a2 operation
@@ -45,8 +47,8 @@ def main():
     ops = [o for o in NAMES if any(k[2] == o for k in rows)]
     for n in sizes:
         print(f'\n### {n:,} finished events\n')
-        print('| operation | build | WAL B/call after checkpoint | WAL B/call steady | FPI/call after ckpt | WAL records/call | buffers hit/read/dirtied per call | backend CPU µs/call | server CPU µs/call | flags |')
-        print('|---|---|---|---|---|---|---|---|---|---|')
+        print('| operation | build | WAL B/call after checkpoint | WAL B/call steady | statements WAL B/call steady | FPI/call after ckpt | WAL records/call | buffers hit/read/dirtied per call | backend CPU µs/call | server CPU µs/call | flags |')
+        print('|---|---|---|---|---|---|---|---|---|---|---|')
         for op in ops:
             for lab in labels:
                 a = rows.get((lab, n, op, 'A'))
@@ -58,6 +60,7 @@ def main():
                     if int(r['checkpoints']) != 0:
                         flags.append(f'checkpoint in {blk}')
                 print(f"| {NAMES[op]} | {lab} | {per_call(a, 'wal_bytes'):,.0f} | {per_call(b, 'wal_bytes'):,.0f} "
+                      f"| {per_call(b, 'stmt_wal_bytes'):,.0f} "
                       f"| {per_call(a, 'wal_fpi'):.2f} | {per_call(b, 'wal_records'):.1f} "
                       f"| {per_call(b, 'hit'):.1f} / {per_call(b, 'read'):.2f} / {per_call(b, 'dirtied'):.2f} "
                       f"| {per_call(b, 'backend_cpu_ns', 1e-3):.0f} | {per_call(b, 'server_cpu_ns', 1e-3):.0f} "

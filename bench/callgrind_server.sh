@@ -11,8 +11,14 @@
 #     A2_BYTES_OPS=200 A2_BYTES_LABEL=ir-... bash bench/bytes.sh
 #   A2_PGDATA=... A2_PGPORT=... bash bench/callgrind_server.sh stop
 #
-# Every server process runs under callgrind (--trace-children), about 50x
-# slower; bytes.sh zeroes and dumps the measured backend only.
+# Every server process runs under callgrind (--trace-children), many
+# times slower.  Instructions are collected only inside PostgresMain(),
+# i.e. in backends (not in the postmaster, the notifier or the other
+# auxiliary processes); each backend writes its count when it exits
+# (cg.<pid>).  bytes.sh runs each operation in two sessions, warm-up plus
+# N calls and warm-up alone, and divides the difference by N: what is
+# left is the N calls (statement, commit, and the wait for the next
+# statement between them).
 
 set -euo pipefail
 
@@ -29,6 +35,7 @@ start)
 	rm -f "$dir"/cg.*
 	runuser -u postgres -- valgrind --tool=callgrind --trace-children=yes \
 		--callgrind-out-file="$dir/cg.%p" --dump-instr=no \
+		--collect-atstart=no --toggle-collect=PostgresMain \
 		"$PGBIN/postgres" -D "$A2_PGDATA" >"$dir/server.log" 2>&1 &
 	for _ in $(seq 300); do
 		"$PGBIN/pg_isready" -q -h "$(dirname "$A2_PGDATA")/sock" -p "$A2_PGPORT" && exit 0

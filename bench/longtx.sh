@@ -14,6 +14,8 @@
 #                        READ transaction open from the start) ["none rr"]
 #   A2_LONGTX_CLIENTS    pgbench clients [1]
 #   A2_LONGTX_W9_SESSIONS  sessions with one pending event each, for W9 [1000]
+#   A2_LONGTX_TAG        a name for the build under test, added to the run
+#                        names (W4-<tag>_rr) [none]
 #   A2_BENCH_OUT         output directory [$(dirname A2_PGDATA)/results-longtx/<timestamp>]
 #   A2_PGDATA, A2_PGPORT the cluster, as for bench/run.sh (server defaults:
 #                        autovacuum on, a2_events with the shipped settings)
@@ -38,6 +40,7 @@ WORKLOADS=${A2_LONGTX_WORKLOADS:-W4 W9}
 VARIANTS=${A2_LONGTX_VARIANTS:-none rr}
 CLIENTS=${A2_LONGTX_CLIENTS:-1}
 W9N=${A2_LONGTX_W9_SESSIONS:-1000}
+TAG=${A2_LONGTX_TAG:-}
 OUT=${A2_BENCH_OUT:-$(dirname "$A2_PGDATA")/results-longtx/$(date +%Y%m%d-%H%M%S)}
 DB=a2long
 
@@ -59,19 +62,33 @@ cleanup_run() {
 }
 trap 'cleanup_run; bench_cluster_stop' EXIT
 
+# With pg_stat_statements preloaded: cumulative calls and buffers of the
+# claim statement and of all of the run's statements (the report turns
+# them into buffers per call per interval, which the machine's load does
+# not move).
+pgss="'-'"
+if [[ $("$PSQL" -X -A -t -c 'SHOW shared_preload_libraries') == *pg_stat_statements* ]]; then
+	pgss="(SELECT coalesce(sum(calls) FILTER (WHERE query LIKE '%a2_claim%'), 0) || '/' ||
+		coalesce(sum(shared_blks_hit + shared_blks_read) FILTER (WHERE query LIKE '%a2_claim%'), 0) || '/' ||
+		coalesce(sum(shared_blks_hit + shared_blks_read), 0)
+	   FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND query NOT LIKE '%pg_stat%')"
+fi
 sample_sql="SELECT round(extract(epoch FROM clock_timestamp()))::bigint,
 	round(pg_relation_size('a2_events') / 1048576.0, 2),
 	(SELECT string_agg(c.relname || '=' || round(pg_relation_size(c.oid) / 1048576.0, 2), ' ' ORDER BY c.relname)
 	   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'a2_events'::regclass),
-	s.n_live_tup, s.n_dead_tup, s.autovacuum_count
+	s.n_live_tup, s.n_dead_tup, s.autovacuum_count, $pgss
   FROM pg_stat_user_tables s WHERE s.relid = 'a2_events'::regclass"
 
 # The buffers one claim call touches now (rolled back): a2_claim of a W4
 # session after one more append, or a2_claim_next.
 probe_sql() {
+	# a first call plans the statements in this new backend; not counted
 	if [[ $1 == W4 ]]; then
 		cat <<EOF
 BEGIN;
+SELECT a2_claim('lt-warm', 'probe', 30000) IS NOT NULL AS warm;
 SELECT a2_append('lt-0', '[{"type": "job"}]') IS NOT NULL AS appended;
 EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT a2_claim('lt-0', 'probe', 30000);
 ROLLBACK;
@@ -79,6 +96,7 @@ EOF
 	else
 		cat <<EOF
 BEGIN;
+SELECT a2_claim_next('probe', 30000) IS NOT NULL AS warm;
 EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT a2_claim_next('probe', 30000);
 ROLLBACK;
 EOF
@@ -87,7 +105,7 @@ EOF
 
 for w in $WORKLOADS; do
 	for v in $VARIANTS; do
-		key=${w}_$v
+		key=${w}${TAG:+-$TAG}_$v
 		bench_log "$key: setup"
 		"$PGBIN/dropdb" --if-exists "$DB"
 		"$PGBIN/createdb" "$DB"
@@ -100,6 +118,9 @@ for w in $WORKLOADS; do
 			script=w9_cycle.sql defs=()
 		fi
 		bench_psql "$DB" -c 'VACUUM ANALYZE a2_events' -c 'SELECT pg_stat_reset()' -c CHECKPOINT >/dev/null
+		if [[ $pgss != "'-'" ]]; then
+			bench_psql "$DB" -c 'CREATE EXTENSION pg_stat_statements' -c 'SELECT pg_stat_statements_reset()' >/dev/null
+		fi
 		if [[ $v == rr ]]; then
 			"$PSQL" -X -q -d "$DB" -c 'BEGIN ISOLATION LEVEL REPEATABLE READ' \
 				-c 'SELECT count(*) FROM a2_events' -c "SELECT pg_sleep($SECS + 60)" \

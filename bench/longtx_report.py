@@ -58,7 +58,8 @@ def samples(key):
                 continue
             t, _, table, idx, live, dead, av = parts[:7]
             sizes = dict(kv.split('=') for kv in idx.split())
-            rows.append((t, table, sizes, live, dead, av))
+            stm = parts[7].split('/') if len(parts) > 7 and parts[7] != '-' else None
+            rows.append((t, table, sizes, live, dead, av, stm))
     return rows
 
 
@@ -77,22 +78,32 @@ for key in runs:
     names = sorted(sm[0][2]) if sm else []
     short = [n.replace('a2_events_', '') for n in names]
     print(f'\n#### {key}\n')
-    print('| t (s) | cycles/s in interval | table MB | ' + ' | '.join(f'{s} MB' for s in short) + ' | live rows | dead rows | autovacuums |')
-    print('|---' * (6 + len(short)) + '|')
-    for t, table, sizes, live, dead, av in sm:
+    print('| t (s) | cycles/s in interval | claim buffers/call in interval | buffers/cycle in interval | table MB | ' + ' | '.join(f'{s} MB' for s in short) + ' | live rows | dead rows | autovacuums |')
+    print('|---' * (8 + len(short)) + '|')
+    prev = None
+    last_claim = '?'
+    for t, table, sizes, live, dead, av, stm in sm:
+        per_claim = per_cycle = ''
+        if stm and prev:
+            dc = int(stm[0]) - int(prev[0])
+            if dc > 0:
+                per_claim = f'{(int(stm[1]) - int(prev[1])) / dc:.0f}'
+                per_cycle = f'{(int(stm[2]) - int(prev[2])) / dc:.0f}'
+                last_claim = per_claim
+        prev = stm or prev
         # the pgbench interval that ended nearest to the sample
         near = [tps for pt, tps in pts if t.isdigit() and abs(pt - int(t)) <= 3]
         tps = f'{near[0]:.0f}' if near else ''
-        print(f'| {t} | {tps} | {table} | ' + ' | '.join(sizes.get(n, '') for n in names) + f' | {live} | {dead} | {av} |')
+        print(f'| {t} | {tps} | {per_claim} | {per_cycle} | {table} | ' + ' | '.join(sizes.get(n, '') for n in names) + f' | {live} | {dead} | {av} |')
     # the claim is W4's second statement, W9's first
     summary.append((key, pts[0][1] if pts else float('nan'), mean_last(pts, 60),
-                    statement_latency(key, 0 if key.startswith('W9') else 1), probe_buffers(key)))
+                    statement_latency(key, 0 if key.startswith('W9') else 1), probe_buffers(key), last_claim))
 
 print('\n#### Summary\n')
-print('| run | cycles/s, first interval | cycles/s, last 60 s | last 60 s vs the same workload without | claim statement mean ms | buffers of one claim call at the end |')
-print('|---|---|---|---|---|---|')
-base = {k.split('_')[0]: last for k, first, last, lat, buf in summary if k.endswith('_none')}
-for key, first, last, lat, buf in summary:
-    b = base.get(key.split('_')[0])
+print('| run | cycles/s, first interval | cycles/s, last 60 s | last 60 s vs the same workload without | claim statement mean ms | claim buffers/call, last interval | buffers of one claim call at the end (EXPLAIN) |')
+print('|---|---|---|---|---|---|---|')
+base = {k.rsplit('_', 1)[0]: last for k, first, last, lat, buf, lc in summary if k.endswith('_none')}
+for key, first, last, lat, buf, lc in summary:
+    b = base.get(key.rsplit('_', 1)[0])
     ratio = f'{last / b:.2f}' if b else ''
-    print(f'| {key} | {first:.0f} | {last:.0f} | {ratio} | {lat} | {buf} |')
+    print(f'| {key} | {first:.0f} | {last:.0f} | {ratio} | {lat} | {lc} | {buf} |')
