@@ -4,7 +4,7 @@
 -- child and mark the parent processed in one statement.
 INSERT INTO bench_events (session_id, idx, event_type, payload, event_id, created_at, lane_ready)
 VALUES (:prefix::text || :client_id, nextval('bench_idx'), 'job', '{"n": 1}',
-		gen_random_uuid()::text, (extract(epoch FROM clock_timestamp()) * 1000)::bigint, true);
+		bench_uuid7(), (extract(epoch FROM clock_timestamp()) * 1000)::bigint, true);
 UPDATE bench_events e
    SET attempt_count = e.attempt_count + 1,
 	   first_claimed_at = COALESCE(e.first_claimed_at, n.ms), last_claimed_at = n.ms,

@@ -35,6 +35,7 @@
 #include "notify.h"
 #include "scheduler.h"
 #include "spi_plans.h"
+#include "uuid7.h"
 
 PG_FUNCTION_INFO_V1(a2_append);
 
@@ -239,24 +240,6 @@ a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cause)
 	return true;
 }
 
-/* A random (version 4) UUID, as the TypeScript backend's default ids. */
-static char *
-generate_event_id(void)
-{
-	uint8		b[16];
-
-	if (!pg_strong_random(b, sizeof(b)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not generate a random event id")));
-	b[6] = (b[6] & 0x0f) | 0x40;
-	b[8] = (b[8] & 0x3f) | 0x80;
-	return psprintf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
-					"%02x%02x%02x%02x%02x%02x",
-					b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-					b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-}
-
 typedef struct LaneSlot
 {
 	const char *lane;
@@ -442,7 +425,7 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 	for (int i = 0; i < count; i++)
 	{
 		if (events[i].id == NULL)
-			events[i].id = generate_event_id();
+			events[i].id = a2_uuid7(now_ms);
 		else
 			all_generated = false;
 		if (events[i].has_not_before)

@@ -9,10 +9,16 @@
  *	  the eligible rows in index order (FOR UPDATE, so a concurrent claimer
  *	  waits and then re-checks the rows, never claiming the same attempt)
  *	  and bumps their attempt.  Claim takes row locks only, never the
- *	  session lock.  The update finds its rows by primary key
- *	  (idx = ANY (ARRAY (...))), never by joining the session's rows: a
- *	  generic plan that hashes the whole session would make a claim cost
- *	  the session's length.
+ *	  session lock.  The update finds its rows by primary key, never by
+ *	  joining the session's rows: a generic plan that hashes the whole
+ *	  session would make a claim cost the session's length.  Its index
+ *	  condition is the range between the least and greatest eligible index
+ *	  (one aggregate over the locked rows); the array of their indexes
+ *	  alone (idx = ANY (ARRAY (...))) is not used as an index condition
+ *	  when the statistics say sessions are short, and the generic plan
+ *	  then read every row of the session through a bitmap scan (3,000 rows
+ *	  for one claim in a W4 session after 1,500 cycles; bench/RESULTS.md,
+ *	  issue 20).
  *
  * IDENTIFICATION
  *	  src/claim.c
@@ -55,8 +61,11 @@ PG_FUNCTION_INFO_V1(a2_claim);
 	"    attempt_count = e.attempt_count OPERATOR(pg_catalog.+) 1," \
 	"    first_claimed_at = COALESCE(e.first_claimed_at, $2)," \
 	"    last_claimed_at = $2, claim_holder = $3, claim_expires_at = $4" \
+	"    FROM (SELECT pg_catalog.min(eligible.idx) AS lo, pg_catalog.max(eligible.idx) AS hi," \
+	"                 pg_catalog.array_agg(eligible.idx) AS ids FROM eligible) b" \
 	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1" \
-	"     AND e.idx OPERATOR(pg_catalog.=) ANY (ARRAY (SELECT eligible.idx FROM eligible))" \
+	"     AND e.idx OPERATOR(pg_catalog.>=) b.lo AND e.idx OPERATOR(pg_catalog.<=) b.hi" \
+	"     AND e.idx OPERATOR(pg_catalog.=) ANY (b.ids)" \
 	"  RETURNING " A2_EVENT_COLUMNS \
 	") SELECT * FROM claimed ORDER BY idx"
 

@@ -5,6 +5,23 @@
 -- indexes of a2_events (primary key, unique event_id, the partial indexes).
 CREATE TABLE bench_events (LIKE a2_events INCLUDING ALL);
 
+-- A time-ordered (version 7 layout) UUID as text from clock_timestamp():
+-- what a2 generates (0.3.0), made in SQL for the raw baselines.
+-- Within a millisecond its order is random (no counter), which is all an
+-- index needs to keep its inserts together.
+CREATE FUNCTION bench_uuid7() RETURNS text
+LANGUAGE sql VOLATILE
+AS $$
+	SELECT overlay(overlay(gen_random_uuid()::text PLACING '7' FROM 15 FOR 1)
+				   PLACING regexp_replace(lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0'),
+										  '^(.{8})', '\1-')
+				   FROM 1 FOR 13)
+$$;
+
+CREATE FUNCTION bench_now_ms() RETURNS bigint
+LANGUAGE sql VOLATILE
+AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
+
 -- Baseline event indexes.  Plain SQL has no dense per-session index to
 -- compute; a sequence is the cheapest unique value, i.e. the ceiling.
 CREATE SEQUENCE bench_idx;

@@ -109,10 +109,15 @@ describe('append', () => {
     assert.equal(r.events[0]!.processedAt, null)
   })
 
-  it('generated ids: by the server without `ids`, by `ids` when given', async () => {
+  it('generated ids: by the server without `ids` (time-ordered), by `ids` when given', async () => {
     const s = session()
-    const r = await store.append(s, [{ type: 'a' }])
-    assert.match(r.events[0]!.id, /^[0-9a-f-]{36}$/)
+    const r = await store.append(s, [{ type: 'a' }, { type: 'b' }])
+    // version 7 UUIDs: the store clock's millisecond first, ascending
+    for (const e of r.events) {
+      assert.match(e.id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+      assert.equal(parseInt(e.id.slice(0, 8) + e.id.slice(9, 13), 16), e.createdAt.getTime())
+    }
+    assert.ok(r.events[0]!.id < r.events[1]!.id)
     let k = 0
     const withIds = a2Store({ client: p, ids: () => `gen-${s}-${++k}` })
     const r2 = await withIds.append(s, [{ type: 'b' }, { id: 'mine', type: 'c' }, { type: 'd' }])
