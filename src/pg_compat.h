@@ -47,4 +47,13 @@ a2_decode_datetime(char **field, int *ftype, int nf, int *dtype,
 #endif
 }
 
+/*
+ * 18 replaced the attribute pg_attribute_noreturn(), written after a
+ * declaration, by pg_noreturn, written before it (C11 _Noreturn).  GCC and
+ * Clang take the attribute in front too.
+ */
+#if PG_VERSION_NUM < 180000
+#define pg_noreturn pg_attribute_noreturn()
+#endif
+
 #endif							/* A2_PG_COMPAT_H */
