@@ -96,7 +96,7 @@ check_a2_now(char **newval, void **extra, GucSource source)
 		GUC_check_errdetail("a2.now must be empty or a finite timestamptz literal.");
 		return false;
 	}
-	parsed = (TimestampTz *) malloc(sizeof(TimestampTz));
+	parsed = (TimestampTz *) a2_guc_extra_alloc(sizeof(TimestampTz));
 	if (parsed == NULL)
 		return false;
 	*parsed = ts;

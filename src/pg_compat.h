@@ -24,6 +24,7 @@
 #include "postgres.h"
 
 #include "utils/datetime.h"
+#include "utils/guc.h"
 
 #if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 190000
 #error "a2 supports PostgreSQL 15, 16, 17 and 18"
@@ -44,6 +45,21 @@ a2_decode_datetime(char **field, int *ftype, int nf, int *dtype,
 	return DecodeDateTime(field, ftype, nf, dtype, tm, fsec, tzp, &extra);
 #else
 	return DecodeDateTime(field, ftype, nf, dtype, tm, fsec, tzp);
+#endif
+}
+
+/*
+ * A GUC check hook's *extra: 16 moved GUC memory into a memory context and
+ * frees extra with guc_free() (pfree), so it must come from guc_malloc();
+ * before 16 it was free()d, so malloc().  NULL when out of memory.
+ */
+static inline void *
+a2_guc_extra_alloc(size_t size)
+{
+#if PG_VERSION_NUM >= 160000
+	return guc_malloc(LOG, size);
+#else
+	return malloc(size);
 #endif
 }
 
