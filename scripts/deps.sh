@@ -22,6 +22,7 @@ packages=(
 	gcc
 	pgbouncer
 	python3-psycopg
+	debootstrap
 )
 if [[ -n ${A2_EXTRA_PACKAGES:-} ]]; then
 	read -r -a extra <<<"$A2_EXTRA_PACKAGES"
