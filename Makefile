@@ -11,7 +11,7 @@ DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
 # pg_regress: readable end-to-end examples, one file per operation
 REGRESS = clock append read claim renew complete fail snapshots state presence \
-	unknown_keys redrive claim_next inspect metrics retire
+	unknown_keys redrive claim_next inspect metrics retire reentrancy
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 
 # isolation specs: one per concurrency promise (test/isolation/specs)

@@ -51,5 +51,14 @@ SELECT jsonb_array_length(a2_read_states('[{"sessionId": "uk-a", "throughIndex":
 -- complete takes no cause, but a null one is absent like any null field.
 SELECT a2_complete('uk-a', 1, 1, '[{"id": "uk-c", "type": "x", "cause": null}]') ->> 'outcome' AS complete;
 
+-- A long unknown key is quoted up to 64 bytes, cut at a character
+-- boundary: here byte 64 falls inside the two-byte U+00E9, which is left
+-- out.  Under a client encoding other than UTF-8 the message converts
+-- cleanly (a cut inside the character gave 22021 in 0.2.0, not 22023).
+SET client_encoding = 'LATIN1';
+SELECT a2_append('uk-enc', ('[{"type": "t", "' || repeat('k', 63) || '\u00e9\u00e9": 1}]')::jsonb);
+\echo :LAST_ERROR_SQLSTATE
+RESET client_encoding;
+
 DROP TABLE uk_before;
 RESET a2.now;

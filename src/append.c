@@ -39,7 +39,7 @@ PG_FUNCTION_INFO_V1(a2_append);
 
 static A2Statement session_pending = {
 	.sql = "SELECT EXISTS (SELECT 1 FROM @extschema@.a2_events e"
-	"                WHERE e.session_id = $1 AND e.processed_at IS NULL)",
+	"                WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL)",
 	.nargs = 1, .argtypes = {TEXTOID}
 };
 
@@ -60,26 +60,26 @@ static A2Statement session_pending = {
 #define INSERT_BATCH_SQL(on_conflict) \
 	"WITH st AS MATERIALIZED (" \
 	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e" \
-	"                    WHERE e.session_id = $1 ORDER BY e.idx DESC LIMIT 1)," \
+	"                    WHERE e.session_id OPERATOR(pg_catalog.=) $1 ORDER BY e.idx DESC LIMIT 1)," \
 	"                  " A2_RETIRED_MARK_TOKEN ", 0) AS base," \
 	"         CASE WHEN $10 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events e" \
-	"                  WHERE e.session_id = $1 AND e.processed_at IS NULL) END AS pending" \
+	"                  WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL) END AS pending" \
 	"), ins AS (" \
 	"  INSERT INTO @extschema@.a2_events" \
 	"    (session_id, idx, event_type, payload, event_id, created_at," \
 	"     cause, lane, lane_ready, processed_at)" \
-	"  SELECT $1, st.base + i.ord, i.event_type, i.payload, i.event_id, $2," \
+	"  SELECT $1, st.base OPERATOR(pg_catalog.+) i.ord, i.event_type, i.payload, i.event_id, $2," \
 	"         i.cause, i.lane," \
 	"         i.lane IS NULL OR (NOT i.batch_blocked AND NOT EXISTS (" \
 	"           SELECT 1 FROM @extschema@.a2_events p" \
-	"            WHERE p.session_id = $1 AND p.lane = i.lane AND p.processed_at IS NULL))," \
+	"            WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) i.lane AND p.processed_at IS NULL))," \
 	"         CASE WHEN i.settled THEN $2 END" \
-	"    FROM st, ROWS FROM (unnest($3), unnest($4), unnest($5), unnest($6)," \
-	"                        unnest($7), unnest($8), unnest($9)) WITH ORDINALITY" \
+	"    FROM st, ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)," \
+	"                        pg_catalog.unnest($7), pg_catalog.unnest($8), pg_catalog.unnest($9)) WITH ORDINALITY" \
 	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, ord)" \
 	on_conflict \
 	"  RETURNING 1" \
-	") SELECT st.base, st.pending, (SELECT count(*) FROM ins) FROM st"
+	") SELECT st.base, st.pending, (SELECT pg_catalog.count(*) FROM ins) FROM st"
 
 #define INSERT_BATCH_ARGS \
 	.nargs = 10, .argtypes = {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
@@ -104,15 +104,15 @@ static A2Statement insert_generated = {
 	"   cause, lane, lane_ready, processed_at)" \
 	" VALUES ($1," \
 	"   COALESCE((SELECT x.idx FROM @extschema@.a2_events x" \
-	"              WHERE x.session_id = $1 ORDER BY x.idx DESC LIMIT 1)," \
-	"            " A2_RETIRED_MARK_TOKEN ", 0) + 1," \
+	"              WHERE x.session_id OPERATOR(pg_catalog.=) $1 ORDER BY x.idx DESC LIMIT 1)," \
+	"            " A2_RETIRED_MARK_TOKEN ", 0) OPERATOR(pg_catalog.+) 1," \
 	"   $3, $4, $5, $2, $6, $7," \
 	"   $7 IS NULL OR NOT EXISTS (SELECT 1 FROM @extschema@.a2_events p" \
-	"              WHERE p.session_id = $1 AND p.lane = $7 AND p.processed_at IS NULL)," \
+	"              WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) $7 AND p.processed_at IS NULL)," \
 	"   CASE WHEN $8 THEN $2 END)" \
 	on_conflict \
 	" RETURNING e.idx, CASE WHEN $9 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events q" \
-	"              WHERE q.session_id = $1 AND q.processed_at IS NULL) END"
+	"              WHERE q.session_id OPERATOR(pg_catalog.=) $1 AND q.processed_at IS NULL) END"
 
 #define INSERT_ONE_ARGS \
 	.nargs = 9, .argtypes = {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID, \
@@ -132,12 +132,12 @@ static A2Statement insert_one_generated = {
  * rows can hold them (and a query across sessions would touch every shard).
  */
 static A2Statement find_existing_id = {
-	.sql = "SELECT e.event_id FROM unnest($1) WITH ORDINALITY AS i(id, ord)"
-	"  JOIN @extschema@.a2_events e ON e.event_id = i.id"
-	" WHERE NOT (e.session_id = $2 AND e.idx > $3)"
+	.sql = "SELECT e.event_id FROM pg_catalog.unnest($1) WITH ORDINALITY AS i(id, ord)"
+	"  JOIN @extschema@.a2_events e ON e.event_id OPERATOR(pg_catalog.=) i.id"
+	" WHERE NOT (e.session_id OPERATOR(pg_catalog.=) $2 AND e.idx OPERATOR(pg_catalog.>) $3)"
 	" ORDER BY i.ord LIMIT 1",
 	.dist_sql = "SELECT e.event_id FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $2 AND e.idx <= $3 AND e.event_id = ANY ($1)"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $2 AND e.idx OPERATOR(pg_catalog.<=) $3 AND e.event_id OPERATOR(pg_catalog.=) ANY ($1)"
 	" ORDER BY pg_catalog.array_position($1, e.event_id) LIMIT 1",
 	.nargs = 3, .argtypes = {TEXTARRAYOID, TEXTOID, INT8OID}
 };
@@ -145,12 +145,12 @@ static A2Statement find_existing_id = {
 /* $2, the session, only narrows the distributed form (see above) */
 static A2Statement events_by_ids = {
 	.sql = "SELECT " A2_EVENT_COLUMNS
-	"  FROM unnest($1) WITH ORDINALITY AS i(id, ord)"
-	"  JOIN @extschema@.a2_events e ON e.event_id = i.id"
+	"  FROM pg_catalog.unnest($1) WITH ORDINALITY AS i(id, ord)"
+	"  JOIN @extschema@.a2_events e ON e.event_id OPERATOR(pg_catalog.=) i.id"
 	" ORDER BY i.ord",
 	.dist_sql = "SELECT " A2_EVENT_COLUMNS
 	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $2 AND e.event_id = ANY ($1)"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $2 AND e.event_id OPERATOR(pg_catalog.=) ANY ($1)"
 	" ORDER BY pg_catalog.array_position($1, e.event_id)",
 	.nargs = 2, .argtypes = {TEXTARRAYOID, TEXTOID}
 };
@@ -158,7 +158,7 @@ static A2Statement events_by_ids = {
 static A2Statement lock_parents = {
 	.sql = "SELECT e.idx, e.attempt_count, e.failed_at IS NOT NULL"
 	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.idx = ANY ($2)"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
 	" ORDER BY e.idx FOR UPDATE",
 	.nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
 };
@@ -168,7 +168,7 @@ a2_session_has_pending(const char *session_id)
 {
 	Datum		values[1] = {CStringGetTextDatum(session_id)};
 
-	a2_exec(&session_pending, values, NULL, false, SPI_OK_SELECT);
+	a2_exec_latest(&session_pending, values, NULL, SPI_OK_SELECT);
 	return a2_col_bool(0, 1);
 }
 
@@ -178,7 +178,7 @@ a2_fetch_events_by_ids(const char *session_id, char **ids, int count)
 	Datum		values[2] = {a2_text_array(ids, count),
 	CStringGetTextDatum(session_id)};
 
-	return a2_exec(&events_by_ids, values, NULL, false, SPI_OK_SELECT);
+	return a2_exec_latest(&events_by_ids, values, NULL, SPI_OK_SELECT);
 }
 
 static bool
@@ -534,7 +534,7 @@ check_fence(const char *session_id, A2EventInput *events, int count)
 
 	values[0] = CStringGetTextDatum(session_id);
 	values[1] = a2_int8_array(idxs, NULL, n);
-	found = a2_exec(&lock_parents, values, NULL, false, SPI_OK_SELECT);
+	found = a2_exec_latest(&lock_parents, values, NULL, SPI_OK_SELECT);
 
 	for (int i = 0; i < count; i++)
 	{

@@ -44,18 +44,18 @@ PG_FUNCTION_INFO_V1(a2_claim);
 #define CLAIM_ELIGIBLE_SQL(lock_clause) \
 	"WITH eligible AS MATERIALIZED (" \
 	"  SELECT e.idx FROM @extschema@.a2_events e" \
-	"   WHERE e.session_id = $1 AND e.processed_at IS NULL" \
+	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL" \
 	"     AND e.failed_at IS NULL AND e.lane_ready" \
-	"     AND (e.claim_expires_at IS NULL OR e.claim_expires_at <= $2)" \
-	"     AND e.idx <> ALL ($5)" \
+	"     AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $2)" \
+	"     AND e.idx OPERATOR(pg_catalog.<>) ALL ($5)" \
 	"   ORDER BY e.idx " lock_clause \
 	"), claimed AS (" \
 	"  UPDATE @extschema@.a2_events e SET" \
-	"    attempt_count = e.attempt_count + 1," \
+	"    attempt_count = e.attempt_count OPERATOR(pg_catalog.+) 1," \
 	"    first_claimed_at = COALESCE(e.first_claimed_at, $2)," \
 	"    last_claimed_at = $2, claim_holder = $3, claim_expires_at = $4" \
-	"   WHERE e.session_id = $1" \
-	"     AND e.idx = ANY (ARRAY (SELECT eligible.idx FROM eligible))" \
+	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1" \
+	"     AND e.idx OPERATOR(pg_catalog.=) ANY (ARRAY (SELECT eligible.idx FROM eligible))" \
 	"  RETURNING " A2_EVENT_COLUMNS \
 	") SELECT * FROM claimed ORDER BY idx"
 
@@ -70,9 +70,9 @@ static A2Statement claim_eligible_skip_locked = {
 };
 
 static A2Statement next_expiry = {
-	.sql = "SELECT min(e.claim_expires_at) FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.processed_at IS NULL"
-	"   AND e.failed_at IS NULL AND e.lane_ready AND e.claim_expires_at > $2",
+	.sql = "SELECT pg_catalog.min(e.claim_expires_at) FROM @extschema@.a2_events e"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL"
+	"   AND e.failed_at IS NULL AND e.lane_ready AND e.claim_expires_at OPERATOR(pg_catalog.>) $2",
 	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
@@ -86,8 +86,8 @@ a2_claim_session(const A2ClaimArgs *args, bool skip_locked)
 	values[2] = CStringGetTextDatum(args->holder);
 	values[3] = Int64GetDatum(args->expires_ms);
 	values[4] = args->exclude;
-	return a2_exec(skip_locked ? &claim_eligible_skip_locked : &claim_eligible,
-				   values, NULL, false, SPI_OK_SELECT);
+	return a2_exec_latest(skip_locked ? &claim_eligible_skip_locked : &claim_eligible,
+						  values, NULL, SPI_OK_SELECT);
 }
 
 static Jsonb *
@@ -99,6 +99,8 @@ claim_events(A2ClaimArgs *args)
 	uint64		n;
 	Jsonb	   *result;
 
+	/* the one lock order: the session lock, then rows in index order */
+	a2_lock_session(args->session_id);
 	n = a2_claim_session(args, false);
 
 	a2j_begin_object(&js, NULL);
@@ -117,7 +119,7 @@ claim_events(A2ClaimArgs *args)
 
 		values[0] = CStringGetTextDatum(args->session_id);
 		values[1] = Int64GetDatum(args->now_ms);
-		a2_exec(&next_expiry, values, NULL, false, SPI_OK_SELECT);
+		a2_exec_latest(&next_expiry, values, NULL, SPI_OK_SELECT);
 		retry = a2_col(0, 1, &isnull);
 		if (isnull)
 			a2j_string(&js, "outcome", "settled");

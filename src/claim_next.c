@@ -15,20 +15,23 @@
  *	  work became available before its own has been served, whatever
  *	  arrives later.
  *
- *	  Cost and locking: row locks only, as a2_claim.  Each step of the walk
- *	  is one index probe that locks the first available entry after the
- *	  previous one with FOR UPDATE SKIP LOCKED -- pgmq's read, so rows other
- *	  transactions hold (they are claiming, completing or failing them) are
- *	  passed over inside the index scan, never waited for -- and then
- *	  claims that entry's session by key through a2_claim_session(),
- *	  a2_claim's own statement, under SKIP LOCKED too.  The locked entry is
- *	  eligible (the lock re-checked it), so every step claims one session:
- *	  the work is a few index probes per session returned, whatever the
- *	  number of sessions with work, and finished events are not in the
- *	  index at all.  Concurrent callers get disjoint work and never block
- *	  one another; a session whose eligible rows another transaction holds
- *	  is skipped.  Each statement takes a fresh snapshot, so the events this
- *	  call has just claimed (now leased, available later) are not met again.
+ *	  Cost and locking: the lock order of every a2 operation (module.c),
+ *	  without ever waiting.  Each step of the walk is one index probe for
+ *	  the first available entry after the previous one; then the entry's
+ *	  session lock is tried (pg_try_advisory_xact_lock's rule: taken or
+ *	  not, at once) and, when taken, the session is claimed by key through
+ *	  a2_claim_session(), a2_claim's own statement, under SKIP LOCKED.  A
+ *	  session another transaction holds -- it is appending, claiming,
+ *	  completing or failing there -- is passed over and stays available for
+ *	  the next call.  So concurrent callers get disjoint work and never
+ *	  block one another, and a transaction that claims here and later
+ *	  completes, fails or appends in the same session already holds the
+ *	  session lock those take first: no lock is ever taken out of order
+ *	  (SPEC 7.2).  The work is a few index probes per session returned,
+ *	  whatever the number of sessions with work, and finished events are
+ *	  not in the index at all.  Each probe reads the latest committed state
+ *	  (also under REPEATABLE READ), so the events this call has just
+ *	  claimed (now leased, available later) are not met again.
  *
  *	  retryAt: the first available-since time after now, an index probe on
  *	  the same index taken after the claims: the earliest live lease expiry
@@ -68,18 +71,18 @@ PG_FUNCTION_INFO_V1(a2_claim_next);
 #define AVAILABLE_KEY "COALESCE(e.claim_expires_at, e.created_at)"
 
 /*
- * The first entry available at $1 after ($2, $3) in (time, session) order
- * that no other transaction holds, locked.  The LIMIT is a constant so
- * that the generic plan is an ordered index scan.
+ * The first entry available at $1 after ($2, $3) in (time, session) order.
+ * The LIMIT is a constant so that the generic plan is an ordered index
+ * scan.
  */
 static A2Statement next_candidate = {
 	.sql = "SELECT e.session_id, " AVAILABLE_KEY
 	"  FROM @extschema@.a2_events e"
 	" WHERE " AVAILABLE_PRED
-	"   AND " AVAILABLE_KEY " <= $1"
-	"   AND (" AVAILABLE_KEY ", e.session_id) > ($2, $3)"
+	"   AND " AVAILABLE_KEY " OPERATOR(pg_catalog.<=) $1"
+	"   AND (" AVAILABLE_KEY ", e.session_id) OPERATOR(pg_catalog.>) ($2, $3)"
 	" ORDER BY " AVAILABLE_KEY ", e.session_id"
-	" LIMIT 1 FOR UPDATE SKIP LOCKED",
+	" LIMIT 1",
 	.nargs = 3, .argtypes = {INT8OID, INT8OID, TEXTOID}
 };
 
@@ -92,7 +95,7 @@ static A2Statement next_candidate = {
 static A2Statement next_available = {
 	.sql = "SELECT " AVAILABLE_KEY " FROM @extschema@.a2_events e"
 	" WHERE " AVAILABLE_PRED
-	"   AND " AVAILABLE_KEY " > $1"
+	"   AND " AVAILABLE_KEY " OPERATOR(pg_catalog.>) $1"
 	" ORDER BY " AVAILABLE_KEY
 	" LIMIT 1",
 	.nargs = 1, .argtypes = {INT8OID}
@@ -107,7 +110,7 @@ typedef struct NextArgs
 } NextArgs;
 
 /*
- * Lock the next candidate after (*after_at, *after_session) and move the
+ * Find the next candidate after (*after_at, *after_session) and move the
  * position to it.  False when nothing more is available now.
  */
 static bool
@@ -118,21 +121,27 @@ next_session(int64 now_ms, int64 *after_at, char **after_session)
 	values[0] = Int64GetDatum(now_ms);
 	values[1] = Int64GetDatum(*after_at);
 	values[2] = CStringGetTextDatum(*after_session);
-	if (a2_exec(&next_candidate, values, NULL, false, SPI_OK_SELECT) == 0)
+	if (a2_exec_latest(&next_candidate, values, NULL, SPI_OK_SELECT) == 0)
 		return false;
 	*after_session = a2_col_text(0, 1);
 	*after_at = a2_col_int64(0, 2);
 	return true;
 }
 
-/* Claim one session; push {sessionId, events} and return true if it gave work. */
+/*
+ * Claim one session unless another transaction holds its lock; push
+ * {sessionId, events} and return true if it gave work.
+ */
 static bool
 claim_candidate(A2ClaimArgs *claim, A2Json *js)
 {
-	uint64		n = a2_claim_session(claim, true);
+	uint64		n;
 
+	if (!a2_try_lock_session(claim->session_id))
+		return false;
+	n = a2_claim_session(claim, true);
 	if (n == 0)
-		return false;			/* cannot happen: we hold an eligible row */
+		return false;			/* claimed meanwhile by a finished transaction */
 	a2j_begin_object(js, NULL);
 	a2j_string(js, "sessionId", claim->session_id);
 	a2j_begin_array(js, "events");

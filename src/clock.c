@@ -11,6 +11,11 @@
  *	  a2 operation calls a2_clock_now_ms() once and uses that reading for
  *	  every timestamp it writes or compares.
  *
+ *	  a2.allow_clock_override (SPEC 7.4, superuser-only): when off, a2.now
+ *	  is refused (42501) to roles that are not superusers, at every a2 call
+ *	  (a2_clock_now_ms and a2_spi_begin check it), so that a worker role
+ *	  cannot move its clock forward and take over live leases.
+ *
  * IDENTIFICATION
  *	  src/clock.c
  *
@@ -19,6 +24,7 @@
 #include "postgres.h"
 
 #include "common/int.h"
+#include "miscadmin.h"
 #include "utils/datetime.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -37,6 +43,7 @@
 #define A2_MAX_EPOCH_MS INT64CONST(8640000000000000)
 
 static char *a2_now_setting = NULL;
+static bool a2_allow_clock_override = true;
 static bool a2_now_fixed = false;
 static TimestampTz a2_now_value = 0;
 
@@ -130,6 +137,28 @@ a2_clock_define_guc(void)
 							   check_a2_now,
 							   assign_a2_now,
 							   NULL);
+	DefineCustomBoolVariable("a2.allow_clock_override",
+							 "Honours a2.now for roles that are not superusers.",
+							 "Off: a non-superuser whose a2.now is set gets an "
+							 "error (42501) from every a2 call.  Turn it off in "
+							 "production, so that no worker role can move its "
+							 "clock and take over live leases.",
+							 &a2_allow_clock_override,
+							 true,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+void
+a2_clock_check_override(void)
+{
+	if (a2_now_fixed && !a2_allow_clock_override && !superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("a2.now is set, but a2.allow_clock_override is off"),
+				 errdetail("Only a superuser may fix the a2 store clock while a2.allow_clock_override is off; nothing was written."),
+				 errhint("RESET a2.now.")));
 }
 
 static int64
@@ -146,6 +175,7 @@ timestamptz_to_ms(TimestampTz ts)
 int64
 a2_clock_now_ms(void)
 {
+	a2_clock_check_override();
 	return timestamptz_to_ms(a2_now_fixed ? a2_now_value : GetCurrentTimestamp());
 }
 

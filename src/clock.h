@@ -17,6 +17,13 @@
 
 extern void a2_clock_define_guc(void);
 
+/*
+ * Raise 42501 when a2.now is set, a2.allow_clock_override is off and the
+ * current user is not a superuser (SPEC 7.4).  a2_clock_now_ms() and
+ * a2_spi_begin() call it, so every a2 operation does.
+ */
+extern void a2_clock_check_override(void);
+
 /* One reading of the store clock, in epoch milliseconds. */
 extern int64 a2_clock_now_ms(void);
 

@@ -45,7 +45,7 @@ static A2Statement lock_event = {
 	"       e.returned_event_ids, e.attempt_count,"
 	"       e.claim_holder IS NOT NULL, e.failed_at IS NOT NULL"
 	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.idx = $2 FOR UPDATE",
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE",
 	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
@@ -62,14 +62,14 @@ static A2Statement finish_event = {
 	"  UPDATE @extschema@.a2_events e SET"
 	"    processed_at = $3, processed_by_attempt = $4, returned_event_ids = $5,"
 	"    lane_ready = false, claim_holder = NULL, claim_expires_at = NULL"
-	"   WHERE e.session_id = $1 AND e.idx = $2"
+	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2"
 	"  RETURNING e.lane"
 	"), promoted AS ("
 	"  UPDATE @extschema@.a2_events e SET lane_ready = true"
-	"   WHERE e.session_id = $1 AND NOT e.lane_ready AND e.idx = ("
+	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND NOT e.lane_ready AND e.idx OPERATOR(pg_catalog.=) ("
 	"     SELECT p.idx FROM @extschema@.a2_events p, done"
-	"      WHERE p.session_id = $1 AND p.lane = done.lane"
-	"        AND p.processed_at IS NULL AND p.idx <> $2"
+	"      WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) done.lane"
+	"        AND p.processed_at IS NULL AND p.idx OPERATOR(pg_catalog.<>) $2"
 	"      ORDER BY p.idx LIMIT 1)"
 	"), " A2_RELEASE_PINS_SQL,
 	.nargs = 5, .argtypes = {TEXTOID, INT8OID, INT8OID, INT4OID, JSONBOID}
@@ -196,7 +196,7 @@ complete_attempt(CompleteArgs *args)
 	a2_lock_session(args->session_id);
 	values[0] = CStringGetTextDatum(args->session_id);
 	values[1] = Int64GetDatum(args->index);
-	if (a2_exec(&lock_event, values, NULL, false, SPI_OK_SELECT) == 0)
+	if (a2_exec_latest(&lock_event, values, NULL, SPI_OK_SELECT) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_A2_NOT_FOUND),
 				 errmsg("no event at index %lld in session \"%s\"",

@@ -41,7 +41,7 @@
 
 static A2Statement lock_row = {
 	.sql = "SELECT 1 FROM @extschema@.a2_session_locks l"
-	" WHERE l.session_id = $1 FOR UPDATE",
+	" WHERE l.session_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 	.nargs = 1, .argtypes = {TEXTOID}
 };
 
@@ -53,7 +53,7 @@ static A2Statement create_row = {
 
 static A2Statement last_index = {
 	.sql = "SELECT e.idx FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 ORDER BY e.idx DESC LIMIT 1",
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 ORDER BY e.idx DESC LIMIT 1",
 	.nargs = 1, .argtypes = {TEXTOID}
 };
 
@@ -65,13 +65,13 @@ static A2Statement last_index = {
  */
 static A2Statement retired_mark = {
 	.sql = "SELECT r.last_index FROM @extschema@.a2_retired_sessions r"
-	" WHERE r.session_id = $1",
+	" WHERE r.session_id OPERATOR(pg_catalog.=) $1",
 	.nargs = 1, .argtypes = {TEXTOID}
 };
 
 static A2Statement busy_lanes = {
 	.sql = "SELECT DISTINCT p.lane FROM @extschema@.a2_events p"
-	" WHERE p.session_id = $1 AND p.lane = ANY ($2) AND p.processed_at IS NULL",
+	" WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) ANY ($2) AND p.processed_at IS NULL",
 	.nargs = 2, .argtypes = {TEXTOID, TEXTARRAYOID}
 };
 
@@ -96,7 +96,7 @@ static A2Statement insert_row_generated = {
 
 static A2Statement lock_participant_row = {
 	.sql = "SELECT 1 FROM @extschema@.a2_presence_locks l"
-	" WHERE l.ns = $1 AND l.participant = $2 FOR UPDATE",
+	" WHERE l.ns OPERATOR(pg_catalog.=) $1 AND l.participant OPERATOR(pg_catalog.=) $2 FOR UPDATE",
 	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
 };
 
@@ -109,25 +109,25 @@ static A2Statement create_participant_row = {
 /* a live value or tombstone of the field newer than the write ($4 at, $5 now) */
 static A2Statement field_newer = {
 	.sql = "SELECT 1 FROM @extschema@.a2_presence p"
-	" WHERE p.ns = $1 AND p.participant = $2 AND p.field = $3"
-	"   AND p.expires_at > $5 AND p.at > $4"
+	" WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) $3"
+	"   AND p.expires_at OPERATOR(pg_catalog.>) $5 AND p.at OPERATOR(pg_catalog.>) $4"
 	" UNION ALL "
 	"SELECT 1 FROM @extschema@.a2_presence_tombstones t"
-	" WHERE t.ns = $1 AND t.participant = $2 AND t.field = $3"
-	"   AND t.expires_at > $5 AND t.at > $4"
+	" WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) $3"
+	"   AND t.expires_at OPERATOR(pg_catalog.>) $5 AND t.at OPERATOR(pg_catalog.>) $4"
 	" LIMIT 1",
 	.nargs = 5, .argtypes = {TEXTOID, TEXTOID, TEXTOID, INT8OID, INT8OID}
 };
 
 static A2Statement drop_value = {
 	.sql = "DELETE FROM @extschema@.a2_presence p"
-	" WHERE p.ns = $1 AND p.participant = $2 AND p.field = $3",
+	" WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) $3",
 	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, TEXTOID}
 };
 
 static A2Statement drop_tombstone = {
 	.sql = "DELETE FROM @extschema@.a2_presence_tombstones t"
-	" WHERE t.ns = $1 AND t.participant = $2 AND t.field = $3",
+	" WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) $3",
 	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, TEXTOID}
 };
 

@@ -36,19 +36,20 @@ PG_FUNCTION_INFO_V1(a2_fail);
 static A2Statement lock_event = {
 	.sql = "SELECT e.processed_at IS NOT NULL, e.failed_at IS NOT NULL,"
 	"       e.attempt_count, e.claim_holder IS NOT NULL, e.failure_count,"
-	"       e.last_failed_attempt IS NOT DISTINCT FROM $3"
+	"       COALESCE(e.last_failed_attempt OPERATOR(pg_catalog.=) $3,"
+	"                e.last_failed_attempt IS NULL AND $3 IS NULL)"
 	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.idx = $2 FOR UPDATE",
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE",
 	.nargs = 3, .argtypes = {TEXTOID, INT8OID, INT4OID}
 };
 
 static A2Statement record_failure = {
 	.sql = "UPDATE @extschema@.a2_events e SET"
-	"  failure_count = e.failure_count + 1, last_error = $3,"
+	"  failure_count = e.failure_count OPERATOR(pg_catalog.+) 1, last_error = $3,"
 	"  last_failed_at = $4, last_failed_attempt = $5,"
 	"  failed_at = CASE WHEN $6 THEN $4 END,"
 	"  claim_holder = NULL, claim_expires_at = NULL"
-	" WHERE e.session_id = $1 AND e.idx = $2",
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2",
 	.nargs = 6, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT4OID, BOOLOID}
 };
 
@@ -81,7 +82,7 @@ fail_attempt(FailArgs *args)
 	values[0] = CStringGetTextDatum(args->session_id);
 	values[1] = Int64GetDatum(args->index);
 	values[2] = Int32GetDatum(args->attempt);
-	if (a2_exec(&lock_event, values, NULL, false, SPI_OK_SELECT) == 0)
+	if (a2_exec_latest(&lock_event, values, NULL, SPI_OK_SELECT) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_A2_NOT_FOUND),
 				 errmsg("no event at index %lld in session \"%s\"",
@@ -105,7 +106,7 @@ fail_attempt(FailArgs *args)
 		values[3] = Int64GetDatum(now_ms);
 		values[4] = Int32GetDatum(args->attempt);
 		values[5] = BoolGetDatum(dead_letter);
-		a2_exec(&record_failure, values, nulls, false, SPI_OK_UPDATE);
+		a2_exec_latest(&record_failure, values, nulls, SPI_OK_UPDATE);
 		failures += 1;
 		if (dead_letter)
 			a2_release_pins(args->session_id, args->index);

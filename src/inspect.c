@@ -72,10 +72,10 @@ static A2Statement bytewise_ids = {
 	"           WHERE e.session_id " first_op " $1 ORDER BY e.session_id LIMIT 1)" \
 	"  UNION ALL" \
 	"  SELECT (SELECT e.session_id FROM @extschema@.a2_events e" \
-	"           WHERE e.session_id > w.sid ORDER BY e.session_id LIMIT 1)" \
+	"           WHERE e.session_id OPERATOR(pg_catalog.>) w.sid ORDER BY e.session_id LIMIT 1)" \
 	"    FROM walk w" \
 	"   WHERE w.sid IS NOT NULL" \
-	"     AND NOT ($4 AND w.sid > $2 AND NOT pg_catalog.starts_with(w.sid, $2))" \
+	"     AND NOT ($4 AND w.sid OPERATOR(pg_catalog.>) $2 AND NOT pg_catalog.starts_with(w.sid, $2))" \
 	"), page AS (" \
 	"  SELECT w.sid FROM walk w" \
 	"   WHERE w.sid IS NOT NULL AND pg_catalog.starts_with(w.sid, $2)" \
@@ -93,27 +93,27 @@ static A2Statement bytewise_ids = {
 	"            pg_catalog.min(e.created_at) AS first_event_at," \
 	"            pg_catalog.max(GREATEST(e.created_at, e.first_claimed_at, e.last_claimed_at," \
 	"                                    e.last_failed_at, e.processed_at, e.failed_at)) AS updated_at" \
-	"       FROM @extschema@.a2_events e WHERE e.session_id = p.sid) a" \
+	"       FROM @extschema@.a2_events e WHERE e.session_id OPERATOR(pg_catalog.=) p.sid) a" \
 	"  ORDER BY p.sid"
 
 #define LIST_SESSIONS_ARGS \
 	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, BOOLOID}
 
 static A2Statement list_first = {
-	.sql = LIST_SESSIONS_SQL(">="), LIST_SESSIONS_ARGS
+	.sql = LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>=)"), LIST_SESSIONS_ARGS
 };
 
 static A2Statement list_after = {
-	.sql = LIST_SESSIONS_SQL(">"), LIST_SESSIONS_ARGS
+	.sql = LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>)"), LIST_SESSIONS_ARGS
 };
 
 static A2Statement list_snapshots = {
 	.sql = "SELECT s.reducer_name, s.up_to_index, s.updated_at, true AS head"
-	"  FROM @extschema@.a2_snapshots s WHERE s.session_id = $1"
+	"  FROM @extschema@.a2_snapshots s WHERE s.session_id OPERATOR(pg_catalog.=) $1"
 	" UNION ALL"
 	" SELECT h.reducer_name, h.up_to_index, h.updated_at, false"
 	"  FROM @extschema@.a2_snapshot_history h"
-	" WHERE $2 AND h.session_id = $1"
+	" WHERE $2 AND h.session_id OPERATOR(pg_catalog.=) $1"
 	" ORDER BY 1, 2",
 	.nargs = 2, .argtypes = {TEXTOID, BOOLOID}
 };

@@ -59,8 +59,8 @@ static A2Statement gauges = {
 	"  FROM (SELECT e.session_id, e.created_at, e.failed_at, e.lane_ready,"
 	"               e.claim_expires_at,"
 	"               e.lane_ready AND e.failed_at IS NULL"
-	"                 AND (e.claim_expires_at IS NULL OR e.claim_expires_at <= $1) AS eligible,"
-	"               e.failed_at IS NULL AND e.claim_expires_at > $1 AS leased"
+	"                 AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $1) AS eligible,"
+	"               e.failed_at IS NULL AND e.claim_expires_at OPERATOR(pg_catalog.>) $1 AS leased"
 	"          FROM @extschema@.a2_events e WHERE e.processed_at IS NULL) u",
 	.nargs = 2, .argtypes = {INT8OID, OIDOID}
 };

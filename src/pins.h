@@ -30,13 +30,13 @@ extern void a2_release_pins(const char *session_id, int64 event_index);
 #define A2_RELEASE_PINS_SQL \
 	"released AS (" \
 	"  DELETE FROM @extschema@.a2_snapshot_pins p" \
-	"   WHERE p.session_id = $1 AND p.event_index = $2" \
+	"   WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.event_index OPERATOR(pg_catalog.=) $2" \
 	") DELETE FROM @extschema@.a2_snapshot_history h" \
-	"   WHERE h.session_id = $1" \
+	"   WHERE h.session_id OPERATOR(pg_catalog.=) $1" \
 	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p" \
-	"                      WHERE p.session_id = h.session_id" \
-	"                        AND p.reducer_name = h.reducer_name" \
-	"                        AND p.up_to_index = h.up_to_index" \
-	"                        AND p.event_index <> $2)"
+	"                      WHERE p.session_id OPERATOR(pg_catalog.=) h.session_id" \
+	"                        AND p.reducer_name OPERATOR(pg_catalog.=) h.reducer_name" \
+	"                        AND p.up_to_index OPERATOR(pg_catalog.=) h.up_to_index" \
+	"                        AND p.event_index OPERATOR(pg_catalog.<>) $2)"
 
 #endif							/* A2_PINS_H */

@@ -17,7 +17,18 @@
  *	  key 2 = hashtext(ns || ':' || participant)), which never collides with
  *	  the one-key session locks.  Without it a delete and an older write
  *	  could both pass their checks and resurrect the field.  (Distributed
- *	  mode: a row lock and per-field statements, in distributed.c.)
+ *	  mode: a row lock and per-field statements, in distributed.c.)  Lock
+ *	  order: the participant lock, then its rows; the checks after it read
+ *	  the latest committed state, also under REPEATABLE READ.
+ *
+ *	  A read sweeps expired rows of its namespace as housekeeping, and
+ *	  never waits for it: it takes a participant's lock only if free
+ *	  (pg_try_advisory_xact_lock), deletes that participant's expired rows
+ *	  (nobody else can hold them: every writer takes the lock first) and
+ *	  leaves the others for a later read.  So readers of several
+ *	  namespaces, in any order, never wait on each other or on writers
+ *	  (0.2.0 deleted under row locks, and two readers in opposite orders
+ *	  deadlocked).
  *
  * IDENTIFICATION
  *	  src/presence.c
@@ -51,16 +62,16 @@ PG_FUNCTION_INFO_V1(a2_presence_read);
 
 static A2Statement delete_fields = {
 	.sql = "WITH win AS ("
-	"  SELECT f.field FROM unnest($3) AS f(field)"
+	"  SELECT f.field FROM pg_catalog.unnest($3) AS f(field)"
 	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
-	"                      WHERE p.ns = $1 AND p.participant = $2 AND p.field = f.field"
-	"                        AND p.expires_at > $5 AND p.at > $4)"
+	"                      WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) f.field"
+	"                        AND p.expires_at OPERATOR(pg_catalog.>) $5 AND p.at OPERATOR(pg_catalog.>) $4)"
 	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
-	"                      WHERE t.ns = $1 AND t.participant = $2 AND t.field = f.field"
-	"                        AND t.expires_at > $5 AND t.at > $4)"
+	"                      WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) f.field"
+	"                        AND t.expires_at OPERATOR(pg_catalog.>) $5 AND t.at OPERATOR(pg_catalog.>) $4)"
 	"), gone AS ("
 	"  DELETE FROM @extschema@.a2_presence p USING win"
-	"   WHERE p.ns = $1 AND p.participant = $2 AND p.field = win.field"
+	"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) win.field"
 	") INSERT INTO @extschema@.a2_presence_tombstones"
 	"    (ns, participant, field, at, expires_at)"
 	"  SELECT $1, $2, win.field, $4, $6 FROM win"
@@ -71,16 +82,16 @@ static A2Statement delete_fields = {
 
 static A2Statement set_fields = {
 	.sql = "WITH win AS ("
-	"  SELECT f.field, f.value FROM ROWS FROM (unnest($3), unnest($4)) AS f(field, value)"
+	"  SELECT f.field, f.value FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4)) AS f(field, value)"
 	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
-	"                      WHERE p.ns = $1 AND p.participant = $2 AND p.field = f.field"
-	"                        AND p.expires_at > $7 AND p.at > $6)"
+	"                      WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) f.field"
+	"                        AND p.expires_at OPERATOR(pg_catalog.>) $7 AND p.at OPERATOR(pg_catalog.>) $6)"
 	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
-	"                      WHERE t.ns = $1 AND t.participant = $2 AND t.field = f.field"
-	"                        AND t.expires_at > $7 AND t.at > $6)"
+	"                      WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) f.field"
+	"                        AND t.expires_at OPERATOR(pg_catalog.>) $7 AND t.at OPERATOR(pg_catalog.>) $6)"
 	"), unburied AS ("
 	"  DELETE FROM @extschema@.a2_presence_tombstones t USING win"
-	"   WHERE t.ns = $1 AND t.participant = $2 AND t.field = win.field"
+	"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) win.field"
 	") INSERT INTO @extschema@.a2_presence"
 	"    (ns, participant, field, value, seen, at, expires_at)"
 	"  SELECT $1, $2, win.field, win.value, $5, $6, $8 FROM win"
@@ -91,18 +102,35 @@ static A2Statement set_fields = {
 	INT8OID, INT8OID}
 };
 
-static A2Statement sweep = {
-	.sql = "WITH values_swept AS ("
-	"  DELETE FROM @extschema@.a2_presence p WHERE p.ns = $1 AND p.expires_at <= $2"
-	") DELETE FROM @extschema@.a2_presence_tombstones t"
-	"   WHERE t.ns = $1 AND t.expires_at <= $2",
+/* participants of namespace $1 with expired rows; a bounded batch per read */
+#define A2_SWEEP_BATCH 64
+static A2Statement expired_participants = {
+	.sql = "SELECT x.participant FROM ("
+	"  SELECT p.participant FROM @extschema@.a2_presence p"
+	"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.expires_at OPERATOR(pg_catalog.<=) $2"
+	"  UNION"
+	"  SELECT t.participant FROM @extschema@.a2_presence_tombstones t"
+	"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.expires_at OPERATOR(pg_catalog.<=) $2"
+	") x LIMIT " CppAsString2(A2_SWEEP_BATCH),
 	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
+};
+
+/* expired rows of participant $3 in namespace $1, whose lock we hold */
+static A2Statement sweep_participant = {
+	.sql = "WITH values_swept AS ("
+	"  DELETE FROM @extschema@.a2_presence p"
+	"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $3"
+	"     AND p.expires_at OPERATOR(pg_catalog.<=) $2"
+	") DELETE FROM @extschema@.a2_presence_tombstones t"
+	"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $3"
+	"     AND t.expires_at OPERATOR(pg_catalog.<=) $2",
+	.nargs = 3, .argtypes = {TEXTOID, INT8OID, TEXTOID}
 };
 
 static A2Statement read_live = {
 	.sql = "SELECT p.participant, p.field, p.value, p.seen, p.at, p.expires_at"
 	"  FROM @extschema@.a2_presence p"
-	" WHERE p.ns = $1 AND p.expires_at > $2"
+	" WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.expires_at OPERATOR(pg_catalog.>) $2"
 	" ORDER BY p.participant, p.field",
 	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
@@ -122,15 +150,29 @@ typedef struct PresenceWrite
 	char	  **del_fields;
 } PresenceWrite;
 
+static Datum
+participant_key(const char *ns, const char *participant)
+{
+	char	   *key = psprintf("%s:%s", ns, participant);
+
+	return DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+								   CStringGetTextDatum(key));
+}
+
 static void
 lock_participant(const char *ns, const char *participant)
 {
-	char	   *key = psprintf("%s:%s", ns, participant);
-	Datum		hash = DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
-											   CStringGetTextDatum(key));
-
 	DirectFunctionCall2(pg_advisory_xact_lock_int4,
-						Int32GetDatum(A2_PRESENCE_LOCK_CLASS), hash);
+						Int32GetDatum(A2_PRESENCE_LOCK_CLASS),
+						participant_key(ns, participant));
+}
+
+static bool
+try_lock_participant(const char *ns, const char *participant)
+{
+	return DatumGetBool(DirectFunctionCall2(pg_try_advisory_xact_lock_int4,
+											Int32GetDatum(A2_PRESENCE_LOCK_CLASS),
+											participant_key(ns, participant)));
 }
 
 static void
@@ -158,7 +200,7 @@ presence_write(PresenceWrite *w)
 		values[3] = Int64GetDatum(w->at_ms);
 		values[4] = Int64GetDatum(w->now_ms);
 		values[5] = Int64GetDatum(w->expires_ms);
-		a2_exec(&delete_fields, values, NULL, false, SPI_OK_INSERT);
+		a2_exec_latest(&delete_fields, values, NULL, SPI_OK_INSERT);
 	}
 	if (w->nset > 0)
 	{
@@ -168,7 +210,7 @@ presence_write(PresenceWrite *w)
 		values[5] = Int64GetDatum(w->at_ms);
 		values[6] = Int64GetDatum(w->now_ms);
 		values[7] = Int64GetDatum(w->expires_ms);
-		a2_exec(&set_fields, values, NULL, false, SPI_OK_INSERT);
+		a2_exec_latest(&set_fields, values, NULL, SPI_OK_INSERT);
 	}
 	a2_spi_end();
 }
@@ -252,6 +294,28 @@ may_sweep(void)
 		pg_class_aclcheck(a2_relid("a2_presence_tombstones"), user, ACL_DELETE) == ACLCHECK_OK;
 }
 
+/* Delete expired rows of the participants whose lock is free; never waits. */
+static void
+sweep_expired(Datum ns, Datum now)
+{
+	const char *ns_str = TextDatumGetCString(ns);
+	uint64		n = a2_exec_latest(&expired_participants, (Datum[]) {ns, now},
+								   NULL, SPI_OK_SELECT);
+	char	  **participants = palloc(sizeof(char *) * Max(n, 1));
+
+	/* the next statements replace SPI_tuptable: copy the names first */
+	for (uint64 r = 0; r < n; r++)
+		participants[r] = a2_col_text(r, 1);
+	for (uint64 r = 0; r < n; r++)
+	{
+		if (!try_lock_participant(ns_str, participants[r]))
+			continue;
+		a2_exec_latest(&sweep_participant,
+					   (Datum[]) {ns, now, CStringGetTextDatum(participants[r])},
+					   NULL, SPI_OK_DELETE);
+	}
+}
+
 static Jsonb *
 presence_read(const char *ns, int64 now_ms)
 {
@@ -268,7 +332,7 @@ presence_read(const char *ns, int64 now_ms)
 	 * read-only transaction, or a reader granted SELECT only).
 	 */
 	if (!XactReadOnly && may_sweep())
-		a2_exec(&sweep, values, NULL, false, SPI_OK_DELETE);
+		sweep_expired(values[0], values[1]);
 	n = a2_exec(&read_live, values, NULL, false, SPI_OK_SELECT);
 
 	a2j_begin_array(&js, NULL);

@@ -28,7 +28,7 @@ PG_FUNCTION_INFO_V1(a2_read);
 static A2Statement read_range = {
 	.sql = "SELECT " A2_EVENT_COLUMNS
 	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.idx > $2 AND e.idx <= $3"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.>) $2 AND e.idx OPERATOR(pg_catalog.<=) $3"
 	" ORDER BY e.idx LIMIT $4",
 	.nargs = 4, .argtypes = {TEXTOID, INT8OID, INT8OID, INT8OID}
 };

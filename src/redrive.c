@@ -50,16 +50,16 @@ PG_FUNCTION_INFO_V1(a2_redrive_session);
 
 static A2Statement lock_event = {
 	.sql = "SELECT " A2_EVENT_COLUMNS ","
-	"       e.failure_count = 0 AND e.last_failed_at IS NOT NULL"
+	"       e.failure_count OPERATOR(pg_catalog.=) 0 AND e.last_failed_at IS NOT NULL"
 	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.idx = $2 FOR UPDATE",
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE",
 	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
 /* Dead letters of a session, locked in index order. */
 static A2Statement lock_dead_letters = {
 	.sql = "SELECT e.idx FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.processed_at IS NULL"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL"
 	"   AND e.failed_at IS NOT NULL"
 	" ORDER BY e.idx FOR UPDATE",
 	.nargs = 1, .argtypes = {TEXTOID}
@@ -71,7 +71,7 @@ static A2Statement redrive_listed = {
 	"  UPDATE @extschema@.a2_events e SET"
 	"    failed_at = NULL, failure_count = 0,"
 	"    claim_holder = NULL, claim_expires_at = NULL"
-	"   WHERE e.session_id = $1 AND e.idx = ANY ($2)"
+	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
 	"     AND e.processed_at IS NULL AND e.failed_at IS NOT NULL"
 	"  RETURNING " A2_EVENT_COLUMNS
 	") SELECT * FROM redriven ORDER BY idx",
@@ -79,8 +79,8 @@ static A2Statement redrive_listed = {
 };
 
 static A2Statement max_index = {
-	.sql = "SELECT max(e.idx) FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1",
+	.sql = "SELECT pg_catalog.max(e.idx) FROM @extschema@.a2_events e"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1",
 	.nargs = 1, .argtypes = {TEXTOID}
 };
 
@@ -98,12 +98,12 @@ redrive_events(const char *session_id, int64 *indexes, int count,
 
 	values[0] = CStringGetTextDatum(session_id);
 	values[1] = a2_int8_array(indexes, NULL, count);
-	n = a2_exec(&redrive_listed, values, NULL, false, SPI_OK_SELECT);
+	n = a2_exec_latest(&redrive_listed, values, NULL, SPI_OK_SELECT);
 	*rows = SPI_tuptable;
 	if (n > 0)
 	{
 		/* wake listeners as an append would: the session's greatest index */
-		a2_exec(&max_index, values, NULL, false, SPI_OK_SELECT);
+		a2_exec_latest(&max_index, values, NULL, SPI_OK_SELECT);
 		a2_notify_session(session_id, a2_col_int64(0, 1));
 	}
 	return n;
@@ -137,7 +137,7 @@ redrive_one(const char *session_id, int64 index)
 	a2_lock_session(session_id);
 	values[0] = CStringGetTextDatum(session_id);
 	values[1] = Int64GetDatum(index);
-	if (a2_exec(&lock_event, values, NULL, false, SPI_OK_SELECT) == 0)
+	if (a2_exec_latest(&lock_event, values, NULL, SPI_OK_SELECT) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_A2_NOT_FOUND),
 				 errmsg("no event at index %lld in session \"%s\"",
@@ -179,7 +179,7 @@ redrive_session(const char *session_id)
 
 	a2_lock_session(session_id);
 	value = CStringGetTextDatum(session_id);
-	n = a2_exec(&lock_dead_letters, &value, NULL, false, SPI_OK_SELECT);
+	n = a2_exec_latest(&lock_dead_letters, &value, NULL, SPI_OK_SELECT);
 	indexes = palloc(sizeof(int64) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)
 		indexes[r] = a2_col_int64(r, 1);

@@ -41,16 +41,16 @@ PG_FUNCTION_INFO_V1(a2_renew);
 static A2Statement lock_listed = {
 	.sql = "SELECT e.idx, e.attempt_count,"
 	"       e.processed_at IS NULL AND e.failed_at IS NULL"
-	"       AND e.claim_holder = $3 AND e.claim_expires_at > $4"
+	"       AND e.claim_holder OPERATOR(pg_catalog.=) $3 AND e.claim_expires_at OPERATOR(pg_catalog.>) $4"
 	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.idx = ANY ($2)"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
 	" ORDER BY e.idx FOR UPDATE",
 	.nargs = 4, .argtypes = {TEXTOID, INT8ARRAYOID, TEXTOID, INT8OID}
 };
 
 static A2Statement extend_leases = {
 	.sql = "UPDATE @extschema@.a2_events e SET claim_expires_at = $3"
-	" WHERE e.session_id = $1 AND e.idx = ANY ($2)",
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)",
 	.nargs = 3, .argtypes = {TEXTOID, INT8ARRAYOID, INT8OID}
 };
 
@@ -89,10 +89,12 @@ renew_claims(RenewArgs *args)
 	values[0] = CStringGetTextDatum(args->session_id);
 	if (args->count > 0)
 	{
+		/* the one lock order: the session lock, then rows in index order */
+		a2_lock_session(args->session_id);
 		values[1] = a2_int8_array(indexes, NULL, args->count);
 		values[2] = CStringGetTextDatum(args->holder);
 		values[3] = Int64GetDatum(args->now_ms);
-		n = a2_exec(&lock_listed, values, NULL, false, SPI_OK_SELECT);
+		n = a2_exec_latest(&lock_listed, values, NULL, SPI_OK_SELECT);
 	}
 
 	/* both the rows and the claims are sorted by index: merge them */
@@ -112,7 +114,7 @@ renew_claims(RenewArgs *args)
 	{
 		values[1] = a2_int8_array(renewed, NULL, nrenewed);
 		values[2] = Int64GetDatum(args->expires_ms);
-		a2_exec(&extend_leases, values, NULL, false, SPI_OK_UPDATE);
+		a2_exec_latest(&extend_leases, values, NULL, SPI_OK_UPDATE);
 	}
 
 	a2j_begin_object(&js, NULL);

@@ -52,7 +52,7 @@ static A2Statement lock_events = {
 	"       pg_catalog.max(l.idx), pg_catalog.max(l.created_at)"
 	"  FROM (SELECT e.idx, e.created_at,"
 	"               e.processed_at IS NULL AND e.failed_at IS NULL AS unfinished"
-	"          FROM @extschema@.a2_events e WHERE e.session_id = $1"
+	"          FROM @extschema@.a2_events e WHERE e.session_id OPERATOR(pg_catalog.=) $1"
 	"         ORDER BY e.idx FOR UPDATE) l",
 	.nargs = 1, .argtypes = {TEXTOID}
 };
@@ -64,13 +64,13 @@ static A2Statement lock_events = {
  */
 static A2Statement delete_session = {
 	.sql = "WITH ev AS (DELETE FROM @extschema@.a2_events e"
-	"              WHERE e.session_id = $1 RETURNING 1),"
+	"              WHERE e.session_id OPERATOR(pg_catalog.=) $1 RETURNING 1),"
 	" pins AS (DELETE FROM @extschema@.a2_snapshot_pins p"
-	"              WHERE p.session_id = $1 RETURNING 1),"
+	"              WHERE p.session_id OPERATOR(pg_catalog.=) $1 RETURNING 1),"
 	" heads AS (DELETE FROM @extschema@.a2_snapshots s"
-	"              WHERE s.session_id = $1 RETURNING 1),"
+	"              WHERE s.session_id OPERATOR(pg_catalog.=) $1 RETURNING 1),"
 	" hist AS (DELETE FROM @extschema@.a2_snapshot_history h"
-	"              WHERE h.session_id = $1 RETURNING 1),"
+	"              WHERE h.session_id OPERATOR(pg_catalog.=) $1 RETURNING 1),"
 	" mark AS (INSERT INTO @extschema@.a2_retired_sessions AS r"
 	"              (session_id, last_index, retired_at)"
 	"          SELECT $1, $2, $3 WHERE $2 IS NOT NULL"
@@ -83,7 +83,7 @@ static A2Statement delete_session = {
 	"          OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM hist),"
 	"        COALESCE((SELECT m.last_index FROM mark m),"
 	"                 (SELECT o.last_index FROM @extschema@.a2_retired_sessions o"
-	"                   WHERE o.session_id = $1))",
+	"                   WHERE o.session_id OPERATOR(pg_catalog.=) $1))",
 	.nargs = 3, .argtypes = {TEXTOID, INT8OID, INT8OID}
 };
 
@@ -99,16 +99,16 @@ static A2Statement finished_candidates = {
 	"           ORDER BY e.session_id LIMIT 1)"
 	"  UNION ALL"
 	"  SELECT (SELECT e.session_id FROM @extschema@.a2_events e"
-	"           WHERE e.session_id > w.sid ORDER BY e.session_id LIMIT 1)"
+	"           WHERE e.session_id OPERATOR(pg_catalog.>) w.sid ORDER BY e.session_id LIMIT 1)"
 	"    FROM walk w WHERE w.sid IS NOT NULL"
 	")"
 	" SELECT w.sid FROM walk w"
 	"  WHERE w.sid IS NOT NULL"
 	"    AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_events u"
-	"                     WHERE u.session_id = w.sid AND u.processed_at IS NULL"
+	"                     WHERE u.session_id OPERATOR(pg_catalog.=) w.sid AND u.processed_at IS NULL"
 	"                       AND u.failed_at IS NULL)"
 	"    AND (SELECT l.created_at FROM @extschema@.a2_events l"
-	"          WHERE l.session_id = w.sid ORDER BY l.idx DESC LIMIT 1) <= $1"
+	"          WHERE l.session_id OPERATOR(pg_catalog.=) w.sid ORDER BY l.idx DESC LIMIT 1) OPERATOR(pg_catalog.<=) $1"
 	"  LIMIT $2",
 	.nargs = 2, .argtypes = {INT8OID, INT8OID}
 };

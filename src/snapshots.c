@@ -39,7 +39,7 @@ PG_FUNCTION_INFO_V1(a2_put_snapshots);
 
 static A2Statement lock_unfinished = {
 	.sql = "SELECT e.idx FROM @extschema@.a2_events e"
-	" WHERE e.session_id = $1 AND e.idx = ANY ($2)"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
 	"   AND e.processed_at IS NULL AND e.failed_at IS NULL"
 	" ORDER BY e.idx FOR SHARE",
 	.nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
@@ -47,21 +47,21 @@ static A2Statement lock_unfinished = {
 
 static A2Statement lock_head = {
 	.sql = "SELECT s.up_to_index FROM @extschema@.a2_snapshots s"
-	" WHERE s.session_id = $1 AND s.reducer_name = $2 FOR UPDATE",
+	" WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2 FOR UPDATE",
 	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
 };
 
 static A2Statement insert_pins = {
 	.sql = "INSERT INTO @extschema@.a2_snapshot_pins"
 	"  (session_id, event_index, reducer_name, up_to_index)"
-	" SELECT $1, i.idx, $2, $3 FROM unnest($4) AS i(idx)"
+	" SELECT $1, i.idx, $2, $3 FROM pg_catalog.unnest($4) AS i(idx)"
 	" ON CONFLICT DO NOTHING",
 	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8ARRAYOID}
 };
 
 static A2Statement is_pinned = {
 	.sql = "SELECT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p"
-	"  WHERE p.session_id = $1 AND p.reducer_name = $2 AND p.up_to_index = $3)",
+	"  WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.reducer_name OPERATOR(pg_catalog.=) $2 AND p.up_to_index OPERATOR(pg_catalog.=) $3)",
 	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
 };
 
@@ -70,7 +70,7 @@ static A2Statement head_to_history = {
 	"  (session_id, reducer_name, up_to_index, state, updated_at)"
 	" SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
 	"   FROM @extschema@.a2_snapshots s"
-	"  WHERE s.session_id = $1 AND s.reducer_name = $2"
+	"  WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2"
 	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
 	"   SET state = excluded.state, updated_at = excluded.updated_at",
 	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
@@ -84,7 +84,7 @@ static A2Statement put_head = {
 	" ON CONFLICT (session_id, reducer_name) DO UPDATE"
 	"   SET up_to_index = excluded.up_to_index, state = excluded.state,"
 	"       updated_at = excluded.updated_at"
-	"   WHERE excluded.up_to_index >= s.up_to_index",
+	"   WHERE excluded.up_to_index OPERATOR(pg_catalog.>=) s.up_to_index",
 	.nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
 };
 
@@ -99,7 +99,7 @@ static A2Statement put_history = {
 
 static A2Statement drop_history_at = {
 	.sql = "DELETE FROM @extschema@.a2_snapshot_history h"
-	" WHERE h.session_id = $1 AND h.reducer_name = $2 AND h.up_to_index = $3",
+	" WHERE h.session_id OPERATOR(pg_catalog.=) $1 AND h.reducer_name OPERATOR(pg_catalog.=) $2 AND h.up_to_index OPERATOR(pg_catalog.=) $3",
 	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
 };
 
@@ -118,7 +118,7 @@ static A2Statement insert_pin = {
 static A2Statement read_head = {
 	.sql = "SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
 	"  FROM @extschema@.a2_snapshots s"
-	" WHERE s.session_id = $1 AND s.reducer_name = $2",
+	" WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2",
 	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
 };
 
@@ -237,7 +237,7 @@ lock_pinned_events(PutContext *ctx)
 
 	values[0] = CStringGetTextDatum(ctx->session_id);
 	values[1] = a2_int8_array(all, NULL, total);
-	n = a2_exec(&lock_unfinished, values, NULL, false, SPI_OK_SELECT);
+	n = a2_exec_latest(&lock_unfinished, values, NULL, SPI_OK_SELECT);
 	ctx->unfinished = palloc(sizeof(int64) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)
 		ctx->unfinished[ctx->nunfinished++] = a2_col_int64(r, 1);
@@ -266,12 +266,12 @@ pin_write(PutContext *ctx, SnapshotWrite *w)
 		for (int j = 0; j < n; j++)
 		{
 			values[3] = Int64GetDatum(keep[j]);
-			a2_exec(&insert_pin, values, NULL, false, SPI_OK_INSERT);
+			a2_exec_latest(&insert_pin, values, NULL, SPI_OK_INSERT);
 		}
 		return;
 	}
 	values[3] = a2_int8_array(keep, NULL, n);
-	a2_exec(&insert_pins, values, NULL, false, SPI_OK_INSERT);
+	a2_exec_latest(&insert_pins, values, NULL, SPI_OK_INSERT);
 }
 
 /* head_to_history in distributed mode: the head row, then put_history */
@@ -280,7 +280,7 @@ head_to_history_routed(Datum *key)
 {
 	Datum		row[5];
 
-	if (a2_exec(&read_head, key, NULL, false, SPI_OK_SELECT) != 1)
+	if (a2_exec_latest(&read_head, key, NULL, SPI_OK_SELECT) != 1)
 		return;
 	/* the tuple table stays valid until a2_spi_end(); no column is null */
 	for (int c = 0; c < 5; c++)
@@ -289,7 +289,7 @@ head_to_history_routed(Datum *key)
 
 		row[c] = a2_col(0, c + 1, &isnull);
 	}
-	a2_exec(&put_history, row, NULL, false, SPI_OK_INSERT);
+	a2_exec_latest(&put_history, row, NULL, SPI_OK_INSERT);
 }
 
 static bool
@@ -300,7 +300,7 @@ pinned(PutContext *ctx, int64 index)
 	values[0] = CStringGetTextDatum(ctx->session_id);
 	values[1] = CStringGetTextDatum(ctx->reducer);
 	values[2] = Int64GetDatum(index);
-	a2_exec(&is_pinned, values, NULL, false, SPI_OK_SELECT);
+	a2_exec_latest(&is_pinned, values, NULL, SPI_OK_SELECT);
 	return a2_col_bool(0, 1);
 }
 
@@ -318,7 +318,7 @@ put_snapshots(PutContext *ctx)
 
 	values[0] = CStringGetTextDatum(ctx->session_id);
 	values[1] = CStringGetTextDatum(ctx->reducer);
-	has_head = a2_exec(&lock_head, values, NULL, false, SPI_OK_SELECT) > 0;
+	has_head = a2_exec_latest(&lock_head, values, NULL, SPI_OK_SELECT) > 0;
 	if (has_head)
 		head = a2_col_int64(0, 1);
 
@@ -337,15 +337,15 @@ put_snapshots(PutContext *ctx)
 				if (a2_distributed())
 					head_to_history_routed(values);
 				else
-					a2_exec(&head_to_history, values, NULL, false, SPI_OK_INSERT);
+					a2_exec_latest(&head_to_history, values, NULL, SPI_OK_INSERT);
 			}
-			a2_exec(&put_head, values, NULL, false, SPI_OK_INSERT);
-			a2_exec(&drop_history_at, values, NULL, false, SPI_OK_DELETE);
+			a2_exec_latest(&put_head, values, NULL, SPI_OK_INSERT);
+			a2_exec_latest(&drop_history_at, values, NULL, SPI_OK_DELETE);
 			has_head = true;
 			head = w->index;
 		}
 		else if (pinned(ctx, w->index))
-			a2_exec(&put_history, values, NULL, false, SPI_OK_INSERT);
+			a2_exec_latest(&put_history, values, NULL, SPI_OK_INSERT);
 	}
 	a2_spi_end();
 }

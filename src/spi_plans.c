@@ -1,15 +1,32 @@
 /*-------------------------------------------------------------------------
  *
  * spi_plans.c
- *	  Prepared-once SPI statements, the extension-schema lookup, and the
- *	  search_path fence every operation runs under.
+ *	  Prepared-once SPI statements and the extension-schema lookup.
+ *
+ *	  Every statement names everything it uses schema-qualified: relations
+ *	  as @extschema@.a2_events, functions, operators (OPERATOR(pg_catalog.=))
+ *	  and types as pg_catalog's.  So no search_path is pushed around an
+ *	  operation: a caller's search_path cannot change what a2's statements
+ *	  resolve to, and user code those statements fire (triggers on a2's
+ *	  tables, RLS policy functions, column defaults) runs with the caller's
+ *	  search_path, as it would for the caller's own INSERT (SPEC 7.2).
  *
  *	  The extension schema is read from pg_extension on first use and kept.
- *	  A relcache invalidation of a2_events (DROP EXTENSION drops it) marks
- *	  the cache stale; the next a2_spi_begin() looks the schema up again and
- *	  bumps a generation counter, so each statement re-prepares lazily.  The
- *	  callback only sets a flag: it may run while a plan is executing, so it
- *	  must not free anything.
+ *	  A relcache invalidation of a2_events (ANALYZE, VACUUM, DDL, DROP
+ *	  EXTENSION) marks the cache stale; the next a2_spi_begin() looks the
+ *	  schema up again.  Only when what the statements' text depends on
+ *	  changed -- the schema's name, distributed mode, whether 0.2.0's
+ *	  a2_retired_sessions exists -- is the generation bumped, so that each
+ *	  statement re-prepares lazily.  Everything else (a new relation under
+ *	  the same name, new statistics, a new index) is the plan cache's job:
+ *	  a kept plan revalidates itself.
+ *
+ *	  A plan being replaced may still be executing: a trigger on a2_events
+ *	  can call a2 again while the outer a2 statement runs, and DDL in that
+ *	  trigger can invalidate the cache.  Replaced plans are therefore never
+ *	  freed on the spot; they wait in a list until the next top-level
+ *	  pre-commit, when no a2 statement can be running in this backend.  The
+ *	  invalidation callback itself only sets a flag.
  *
  * IDENTIFICATION
  *	  src/spi_plans.c
@@ -37,6 +54,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "clock.h"
 #include "spi_plans.h"
 
 static bool cache_valid = false;
@@ -45,6 +63,10 @@ static char *schema_quoted = NULL;	/* in TopMemoryContext */
 static Oid	events_relid = InvalidOid;
 static Oid	schema_oid = InvalidOid;
 static bool distributed = false;
+static bool have_retired = false;	/* 0.2.0's a2_retired_sessions exists */
+
+/* plans replaced by a new generation, freed at the next pre-commit */
+static List *retired_plans = NIL;	/* in TopMemoryContext */
 
 static void
 relcache_callback(Datum arg, Oid relid)
@@ -53,10 +75,32 @@ relcache_callback(Datum arg, Oid relid)
 		cache_valid = false;
 }
 
+/*
+ * At top-level pre-commit no statement of ours runs in this backend, so the
+ * plans replaced meanwhile can go.  (Aborted transactions leave them for a
+ * later commit: freeing is not worth doing in an abort path.)
+ */
+static void
+plans_xact_callback(XactEvent event, void *arg)
+{
+	List	   *plans;
+	ListCell   *lc;
+
+	if (retired_plans == NIL ||
+		(event != XACT_EVENT_PRE_COMMIT && event != XACT_EVENT_PRE_PREPARE))
+		return;
+	plans = retired_plans;
+	retired_plans = NIL;
+	foreach(lc, plans)
+		SPI_freeplan((SPIPlanPtr) lfirst(lc));
+	list_free(plans);
+}
+
 void
 a2_plans_init(void)
 {
 	CacheRegisterRelcacheCallback(relcache_callback, (Datum) 0);
+	RegisterXactCallback(plans_xact_callback, NULL);
 }
 
 /* The namespace the a2 extension was created in (PG15 has no public API). */
@@ -124,17 +168,31 @@ refresh_cache(void)
 {
 	Oid			nsp = extension_namespace();
 	char	   *nspname = get_namespace_name(nsp);
+	const char *quoted;
+	Oid			relid;
+	bool		dist;
+	bool		retired;
 
 	if (nspname == NULL)
 		elog(ERROR, "cache lookup failed for namespace %u", nsp);
-	if (schema_quoted)
-		pfree(schema_quoted);
-	schema_quoted = MemoryContextStrdup(TopMemoryContext,
-										quote_identifier(nspname));
-	events_relid = get_relname_relid("a2_events", nsp);
-	distributed = citus_distributes(events_relid);
+	quoted = quote_identifier(nspname);
+	relid = get_relname_relid("a2_events", nsp);
+	dist = citus_distributes(relid);
+	retired = OidIsValid(get_relname_relid("a2_retired_sessions", nsp));
+
+	/* a new generation only when the statements' text would change */
+	if (schema_quoted == NULL || strcmp(schema_quoted, quoted) != 0 ||
+		dist != distributed || retired != have_retired)
+	{
+		if (schema_quoted)
+			pfree(schema_quoted);
+		schema_quoted = MemoryContextStrdup(TopMemoryContext, quoted);
+		distributed = dist;
+		have_retired = retired;
+		cache_generation++;
+	}
+	events_relid = relid;
 	schema_oid = nsp;
-	cache_generation++;
 	cache_valid = true;
 }
 
@@ -158,28 +216,18 @@ MemoryContext
 a2_spi_begin(void)
 {
 	MemoryContext caller = CurrentMemoryContext;
-	OverrideSearchPath path;
 
+	a2_clock_check_override();
 	if (!cache_valid)
 		refresh_cache();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-
-	/*
-	 * pg_catalog alone: operators, functions and types resolve there, and
-	 * our relations are schema-qualified.  Transaction abort pops it.
-	 */
-	path.schemas = NIL;
-	path.addCatalog = true;
-	path.addTemp = false;
-	PushOverrideSearchPath(&path);
 	return caller;
 }
 
 void
 a2_spi_end(void)
 {
-	PopOverrideSearchPath();
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
 }
@@ -220,10 +268,8 @@ expand_schema(const char *sql)
 
 	if (strstr(sql, A2_RETIRED_MARK_TOKEN) != NULL)
 	{
-		bool		have = OidIsValid(get_relname_relid("a2_retired_sessions", schema_oid));
-
 		with_mark = replace_token(sql, A2_RETIRED_MARK_TOKEN,
-								  have ? "@extschema@.a2_retired_last_index($1)" : "NULL::bigint");
+								  have_retired ? "@extschema@.a2_retired_last_index($1)" : "NULL::pg_catalog.int8");
 		sql = with_mark;
 	}
 	out = replace_token(sql, "@extschema@", schema_quoted);
@@ -242,7 +288,11 @@ prepare(A2Statement *stmt)
 		return stmt->plan;
 	if (stmt->plan != NULL)
 	{
-		SPI_freeplan(stmt->plan);
+		/* it may be executing in an outer call: free it at pre-commit */
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		retired_plans = lappend(retired_plans, stmt->plan);
+		MemoryContextSwitchTo(old);
 		stmt->plan = NULL;
 	}
 	sql = expand_schema(distributed && stmt->dist_sql ? stmt->dist_sql : stmt->sql);

@@ -4,10 +4,11 @@
  *	  The SPI plan cache.  Each module declares its statements as static
  *	  A2Statement values; the SQL names the extension's tables as
  *	  @extschema@.a2_events and is prepared once per backend (SPI_keepplan)
- *	  on first use.  a2_spi_begin()/a2_spi_end() bracket every operation:
- *	  they connect SPI and run it under a search_path of pg_catalog alone,
- *	  so nothing a caller puts on search_path (or in pg_temp) can change
- *	  what the statements resolve to.
+ *	  on first use.  a2_spi_begin()/a2_spi_end() bracket every operation
+ *	  (they connect SPI).  Statement text names everything schema-qualified
+ *	  (relations, functions, OPERATOR(pg_catalog.=), types), so nothing a
+ *	  caller puts on search_path (or in pg_temp) can change what it
+ *	  resolves to, and no search_path is imposed on user code it fires.
  *
  * IDENTIFICATION
  *	  src/spi_plans.h
@@ -57,7 +58,7 @@ extern bool a2_distributed(void);
 /* OID of one of the extension's relations (InvalidOid if missing). */
 extern Oid	a2_relid(const char *relname);
 
-/* Connect SPI under a pg_catalog-only search_path; returns the caller's context. */
+/* Connect SPI; returns the caller's context. */
 extern MemoryContext a2_spi_begin(void);
 extern void a2_spi_end(void);
 

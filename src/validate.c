@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
@@ -166,6 +167,7 @@ check_keys(JsonbContainer *obj, const char *const *accepted,
 	{
 		StringInfoData list;
 		char	   *key;
+		int			keylen;
 		bool		known = false;
 
 		if (tok != WJB_KEY)
@@ -179,20 +181,25 @@ check_keys(JsonbContainer *obj, const char *const *accepted,
 		initStringInfo(&list);
 		for (const char *const *a = accepted; *a != NULL; a++)
 			appendStringInfo(&list, "%s%s", a == accepted ? "" : ", ", *a);
-		/* quote the key as the input spelled it, even if long or odd */
-		key = pnstrdup(v.val.string.val, Min(v.val.string.len, 64));
+		/*
+		 * Quote the key as the input spelled it, even if long or odd: at
+		 * most 64 bytes, cut at a character boundary so that the message
+		 * stays valid in every client encoding.
+		 */
+		keylen = pg_mbcliplen(v.val.string.val, v.val.string.len, 64);
+		key = pnstrdup(v.val.string.val, keylen);
 		if (session_id)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unknown key \"%s%s\" in %s for session \"%s\"",
-							key, v.val.string.len > 64 ? "..." : "", path, session_id),
+							key, keylen < v.val.string.len ? "..." : "", path, session_id),
 					 errdetail("The key is not part of the a2 contract; nothing was written."),
 					 errhint("Accepted keys in %s: %s.", path, list.data)));
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unknown key \"%s%s\" in %s",
-							key, v.val.string.len > 64 ? "..." : "", path),
+							key, keylen < v.val.string.len ? "..." : "", path),
 					 errdetail("The key is not part of the a2 contract; nothing was written."),
 					 errhint("Accepted keys in %s: %s.", path, list.data)));
 	}

@@ -11,6 +11,9 @@
 --       a2_snapshot_pins:       SELECT, INSERT, DELETE
 --       a2_presence:            SELECT, INSERT, UPDATE, DELETE
 --       a2_presence_tombstones: SELECT, INSERT, UPDATE, DELETE
+--       EXECUTE on a2_retired_last_index(text) (SECURITY DEFINER, not
+--       PUBLIC from 0.3.0; a2_grant_worker grants all of this, see
+--       grants.sql)
 --  3. That set is minimal: without any one of those privileges some
 --     operation fails with 42501.
 --  4. Row-level security on session_id (ns for presence) confines a tenant:
@@ -34,7 +37,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS a2;
 
-SELECT plan(84);
+SELECT plan(86);
 
 CREATE ROLE regress_a2_nopriv;
 CREATE ROLE regress_a2_worker;
@@ -57,6 +60,7 @@ BEGIN
 		EXECUTE format('GRANT SELECT, INSERT, DELETE ON %s.a2_snapshot_pins TO %I', s, r);
 		EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s.a2_presence TO %I', s, r);
 		EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s.a2_presence_tombstones TO %I', s, r);
+		EXECUTE format('GRANT EXECUTE ON FUNCTION %s.a2_retired_last_index(text) TO %I', s, r);
 	END LOOP;
 END $$;
 
@@ -97,6 +101,8 @@ SELECT throws_ok($$SELECT a2_read_states('[{"sessionId":"owner:s1"}]', 'r')$$, '
 SELECT throws_ok($$SELECT a2_put_snapshots('np:s1', 'r', '[{"index":1,"state":1}]')$$, '42501', NULL, 'no privileges: a2_put_snapshots raises 42501');
 SELECT throws_ok($$SELECT a2_presence_set('np:ns', 'p', '{"a":1}', '2026-03-01 00:00:00+00', 1, 1000)$$, '42501', NULL, 'no privileges: a2_presence_set raises 42501');
 SELECT throws_ok($$SELECT a2_presence_read('owner:ns')$$, '42501', NULL, 'no privileges: a2_presence_read raises 42501');
+SELECT throws_ok($$SELECT a2_retired_last_index('owner:s1')$$, '42501', NULL,
+				 'no privileges: the SECURITY DEFINER a2_retired_last_index is not executable by PUBLIC');
 RESET ROLE;
 
 SELECT is((SELECT count(*) FROM a2_events WHERE session_id LIKE 'np:%'), 0::bigint,
@@ -177,6 +183,12 @@ SET ROLE regress_a2_worker;
 SELECT throws_ok($$SELECT a2_append('m:s1', '[{"type":"d"}]')$$, '42501', NULL, 'minimal: a2_append needs INSERT on a2_events');
 RESET ROLE;
 GRANT INSERT ON a2_events TO regress_a2_worker;
+
+REVOKE EXECUTE ON FUNCTION a2_retired_last_index(text) FROM regress_a2_worker;
+SET ROLE regress_a2_worker;
+SELECT throws_ok($$SELECT a2_append('m:s1', '[{"type":"d"}]')$$, '42501', NULL, 'minimal: a2_append needs EXECUTE on a2_retired_last_index');
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION a2_retired_last_index(text) TO regress_a2_worker;
 
 REVOKE UPDATE ON a2_events FROM regress_a2_worker;
 SET ROLE regress_a2_worker;
