@@ -175,6 +175,15 @@ kill_in_root() {
 	done
 }
 
+# Unmount whatever a run that was killed outright left mounted under DIR.
+unmount_stale() {
+	local dir=$1 m
+	awk -v d="$dir/" 'index($2 "/", d) == 1 { print $2 }' /proc/mounts | sort -r |
+		while read -r m; do
+			umount -l "$m" || a2_warn "matrix: could not unmount $m"
+		done
+}
+
 unmount_root() {
 	local i m
 	for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
@@ -226,10 +235,9 @@ build_root() {
 		a2_warn "matrix: debootstrap is not installed"
 		return 1
 	}
-	for m in "$new/dev/shm" "$new/proc"; do
-		mountpoint -q "$m" && umount -l "$m"
-	done
-	rm -rf -- "$new"
+	kill_in_root "$new"
+	unmount_stale "$new"
+	rm -rf --one-file-system -- "$new"
 	a2_log "matrix: debootstrap $suite from $mirror into $new (log $log)"
 	if ! debootstrap --variant=minbase --components=main "$suite" "$new" "$mirror" >"$log" 2>&1; then
 		tail -n 30 "$log" >&2
@@ -271,7 +279,7 @@ EOF
 		return 1
 	}
 	stamp >"$new/.a2-root-stamp"
-	rm -rf -- "$root"
+	rm -rf --one-file-system -- "$root"
 	mv -- "$new" "$root"
 }
 
@@ -287,6 +295,10 @@ if ! flock -w 1800 9; then
 	result FAIL root 0
 	a2_die "matrix: another run has held $roots/$name.lock for 30 minutes"
 fi
+
+# A run killed outright (SIGKILL) may have left servers and mounts behind.
+[[ -d $root ]] && kill_in_root "$root"
+unmount_stale "$root"
 
 t0=$SECONDS
 mirror=${A2_APT_MIRROR:-$(apt_mirror || true)}
@@ -306,7 +318,7 @@ else
 fi
 
 # What the previous run left: its work tree, clusters and the 15 copy.
-rm -rf -- "$root/a2" "$root/opt/a2-pg15" "$root"/tmp/a2-* "$root"/tmp/tmp.*
+rm -rf --one-file-system -- "$root/a2" "$root/opt/a2-pg15" "$root"/tmp/a2-* "$root"/tmp/tmp.*
 mount_root "$root"
 
 # The work tree: tracked and untracked files that git does not ignore, so a
@@ -366,7 +378,9 @@ else
 fi
 
 t0=$SECONDS
-if in_root "$root" "${env_args[@]}" A2_ROOT=/a2 \
+if grep -q "^FAIL	build	" "$steps_file" || [[ ! -s $steps_file ]]; then
+	result FAIL "${cross[1]} (not run: a2 did not build)" 0
+elif in_root "$root" "${env_args[@]}" A2_ROOT=/a2 \
 	LD_LIBRARY_PATH=/opt/a2-pg15/hostlib A2_OLD_BINDIR=/opt/a2-pg15/lib/postgresql/15/bin \
 	A2_OLD_PGPORT=$((port + 2)) A2_NEW_PGPORT=$((port + 3)) \
 	bash /a2/test/matrix/cross-version.sh "${cross[0]}"; then

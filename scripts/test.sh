@@ -82,6 +82,8 @@ child=
 # "pgNN " once the server major is known: every layer is named after it
 prefix=
 layer_t0=$SECONDS
+# 1 while recording the matrix's steps, whose banners it printed itself
+forwarding=0
 
 duration() { # 75 -> 1m15s
 	if (($1 >= 60)); then
@@ -102,7 +104,9 @@ record() {
 	if [[ -n $results_file ]]; then
 		printf '%s\t%s\t%s\n' "$outcome" "$layer" "$secs" >>"$results_file"
 	fi
-	printf '\n=== %s: %s (%s) ===\n\n' "$outcome" "$prefix$layer" "$(duration "$secs")"
+	if [[ $forwarding -eq 0 ]]; then
+		printf '\n=== %s: %s (%s) ===\n\n' "$outcome" "$prefix$layer" "$(duration "$secs")"
+	fi
 }
 
 banner() {
@@ -365,9 +369,11 @@ for version in 17 18; do
 	run bash scripts/matrix.sh "$version" "$steps" || rc=$?
 	saved_prefix=$prefix
 	prefix="pg$version "
+	forwarding=1
 	while IFS=$'\t' read -r outcome step secs; do
 		[[ -n $step ]] && record "$outcome" "$step" "$secs"
 	done <"$steps"
+	forwarding=0
 	if [[ $rc -ne 0 ]] && ! grep -q '^FAIL' "$steps"; then
 		record FAIL "scripts/matrix.sh exited $rc"
 	elif [[ ! -s $steps ]]; then
