@@ -108,37 +108,42 @@ apt_mirror() {
 	local codename file
 	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 	[[ -n $codename ]] || return 1
-	for file in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[[ -f $file ]] || continue
-		awk -v c="$codename" '
-			{ sub(/#.*/, "") }
-			$1 == "deb" {
-				i = 2
-				if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
-				if ($(i + 1) == c) { print $i; exit }
-			}' "$file"
-	done | head -n 1 | grep . && return 0
-	for file in /etc/apt/sources.list.d/*.sources; do
-		[[ -f $file ]] || continue
-		# paragraphs separated by blank lines; fields Types, URIs, Suites
-		awk -v c="$codename" '
-			function flush() {
-				if (types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " c " ") && uris != "" && enabled != "no") {
-					split(uris, u, " "); print u[1]; found = 1; exit
+	# Candidates in apt's order; sed reads them all (no SIGPIPE) and keeps
+	# the first.
+	{
+		for file in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+			[[ -f $file ]] || continue
+			awk -v c="$codename" '
+				{ sub(/#.*/, "") }
+				$1 == "deb" {
+					i = 2
+					if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+					if ($(i + 1) == c) print $i
+				}' "$file"
+		done
+		for file in /etc/apt/sources.list.d/*.sources; do
+			[[ -f $file ]] || continue
+			# deb822: paragraphs separated by blank lines
+			awk -v c="$codename" '
+				function flush() {
+					if (types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " c " ") && uris != "" && enabled != "no") {
+						split(uris, u, " ")
+						print u[1]
+					}
+					types = ""; uris = ""; suites = ""; enabled = ""
 				}
-				types = ""; uris = ""; suites = ""; enabled = ""
-			}
-			/^[ \t]*#/ { next }
-			/^[ \t]*$/ { flush(); next }
-			{
-				line = $0; key = tolower(line); sub(/:.*/, "", key); sub(/^[^:]*:[ \t]*/, "", line)
-				if (key == "types") types = line
-				else if (key == "uris") uris = line
-				else if (key == "suites") suites = line
-				else if (key == "enabled") enabled = tolower(line)
-			}
-			END { if (!found) flush() }' "$file"
-	done | head -n 1 | grep .
+				/^[ \t]*#/ { next }
+				/^[ \t]*$/ { flush(); next }
+				{
+					line = $0; key = tolower(line); sub(/:.*/, "", key); sub(/^[^:]*:[ \t]*/, "", line)
+					if (key == "types") types = line
+					else if (key == "uris") uris = line
+					else if (key == "suites") suites = line
+					else if (key == "enabled") enabled = tolower(line)
+				}
+				END { flush() }' "$file"
+		done
+	} | sed -n 1p | grep .
 }
 
 # --- mounts and processes in the root -----------------------------------------
@@ -211,12 +216,15 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-in_root() { # in_root DIR COMMAND...: run COMMAND in the root with a clean environment
+# in_root DIR COMMAND...: run COMMAND in the root with a clean environment.
+# Without the lock's descriptor: a server left running in the root must not
+# hold the next run's lock.
+in_root() {
 	local dir=$1
 	shift
 	chroot "$dir" /usr/bin/env -i HOME=/root LANG=C.UTF-8 \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-		DEBIAN_FRONTEND=noninteractive "$@"
+		DEBIAN_FRONTEND=noninteractive "$@" 9>&-
 }
 
 # --- the root -----------------------------------------------------------------
@@ -349,10 +357,12 @@ for _ in 1 2 3 4 5; do
 	)
 	[[ ${#missing[@]} -eq 0 ]] && break
 	for so in "${missing[@]}"; do
-		lib=$(ldconfig -p | awk -v s="$so" '$1 == s && /x86-64|64bit/ { print $NF; exit }')
-		if [[ -z $lib ]]; then
-			lib=$(ldconfig -p | awk -v s="$so" '$1 == s { print $NF; exit }')
-		fi
+		# awk reads all of its input: an early exit would kill ldconfig
+		# with SIGPIPE, and pipefail would make that this script's end.
+		lib=$(ldconfig -p | awk -v s="$so" '
+			$1 == s && /x86-64|64bit/ && wide == "" { wide = $NF }
+			$1 == s && any == "" { any = $NF }
+			END { print (wide != "" ? wide : any) }')
 		[[ -n $lib ]] || a2_die "matrix: the host has no $so for PostgreSQL 15"
 		cp -L -- "$lib" "$root/opt/a2-pg15/hostlib/$so"
 	done
