@@ -19,7 +19,12 @@
 
 set -euo pipefail
 
-PGBIN=/usr/lib/postgresql/15/bin
+# The server's own pg_dump: PG_CONFIG's bindir (scripts/test.sh exports
+# it), else Debian's PostgreSQL 15, else whatever PATH has.
+if [[ -n ${PG_CONFIG:-} ]]; then
+	PGBIN=$("$PG_CONFIG" --bindir)
+fi
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 [[ -x $PGBIN/pg_dump ]] || PGBIN=$(dirname "$(command -v pg_dump)")
 PATH=$PGBIN:$PATH
 export PGCLIENTENCODING=UTF8
