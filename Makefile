@@ -6,12 +6,14 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).co
 MODULE_big = a2
 # one object per C file in src/
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+# PGXS tracks no header dependencies: rebuild every object when one changes
+$(OBJS): $(wildcard src/*.h)
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
 # pg_regress: readable end-to-end examples, one file per operation
 REGRESS = clock append read claim renew complete fail snapshots state presence \
-	unknown_keys redrive claim_next inspect metrics retire reentrancy
+	unknown_keys redrive claim_next inspect metrics retire reentrancy scheduling
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 
 # isolation specs: one per concurrency promise (test/isolation/specs)

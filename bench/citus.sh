@@ -3,8 +3,8 @@
 # bench/citus.sh: a2 in distributed mode against the same workload on a
 # single node, in one run.
 #
-# Needs Citus installed in the PostgreSQL that PG_CONFIG names (see the
-# README, "Distributed mode").  Starts a 3-node cluster with
+# Needs Citus installed in the PostgreSQL that PG_CONFIG names (see
+# docs/distributed.md).  Starts a 3-node cluster with
 # test/citus/cluster.sh (fsync on, base A2_CITUS_BENCH_BASE, coordinator port
 # A2_CITUS_BENCH_PORT), installs a2 twice on the coordinator's server:
 #   database postgres  CREATE EXTENSION a2; SELECT a2_distribute();

@@ -55,13 +55,24 @@ async function work() {
       console.log(`#${event.index} ${event.type}: ${result.outcome}`)
     } catch (err) {
       // The transaction rolled back: no shipment row, event not completed.
-      const failed = await store.failAttempt({
-        sessionId,
-        index: event.index,
-        attempt,
-        error: String(err?.message ?? err),
-        maxFailures: MAX_FAILURES,
-      })
+      if (err?.code === 'SUPERSEDED_ATTEMPT') {
+        // Another attempt owns the event now (our lease ran out): leave it.
+        console.log(`#${event.index} ${event.type}: superseded`)
+        continue
+      }
+      const failed = await store
+        .failAttempt({
+          sessionId,
+          index: event.index,
+          attempt,
+          error: String(err?.message ?? err),
+          maxFailures: MAX_FAILURES,
+        })
+        .catch((e) => {
+          if (e?.code === 'SUPERSEDED_ATTEMPT') return null
+          throw e
+        })
+      if (failed === null) continue
       console.log(`#${event.index} ${event.type}: ${failed.outcome} (${failed.failureCount}/${MAX_FAILURES}): ${err?.message ?? err}`)
     }
   }

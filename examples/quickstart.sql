@@ -186,3 +186,47 @@ SET client_min_messages = warning;
 \echo '   served oldest available first: the redriven event 3 of order-42 and order-43 (both from 09:00),'
 \echo '   then order-44 and order-45 (10:00:05); order-45 event 2 waited in its lane for event 1'
 SELECT n, session_id, index, type, attempt FROM fleet_log ORDER BY n;
+
+\echo
+\echo '== 18. Scheduling: a delayed event is not claimed before its notBefore'
+\o /dev/null
+SET a2.now = '2026-01-01T11:00:00.000Z';
+\o
+SELECT e->>'index' AS index, e->>'type' AS type, e->>'notBefore' AS not_before
+  FROM jsonb_array_elements(a2_append('order-46', '[
+    {"id": "o46-placed", "type": "order.placed", "payload": {"sku": "bread"}},
+    {"id": "o46-remind", "type": "payment.remind", "notBefore": "2026-01-01T12:00:00Z"}
+  ]')->'events') e;
+SELECT r->>'outcome' AS outcome, jsonb_path_query_array(r, '$.events[*].index') AS claimed
+  FROM a2_claim('order-46', 'worker-1', 30000) r;
+SELECT a2_complete('order-46', 1, 1)->>'outcome' AS event_1;
+\echo '   the reminder is not due yet: busy, and retryAt says when'
+SELECT r->>'outcome' AS outcome, r->>'retryAt' AS retry_at FROM a2_claim('order-46', 'worker-1', 30000) r;
+\o /dev/null
+SET a2.now = '2026-01-01T12:00:00.000Z';
+\o
+\echo '   at 12:00 it is claimed'
+SELECT r->>'outcome' AS outcome, jsonb_path_query_array(r, '$.events[*].index') AS claimed
+  FROM a2_claim('order-46', 'worker-1', 30000) r;
+
+\echo
+\echo '== 19. Backoff: a failed attempt retries after retry_after_ms, not in a tight loop'
+SELECT a2_fail('order-46', 2, 1, 'mail server down', 5, 60000) AS fail;
+SELECT r->>'outcome' AS outcome, r->>'retryAt' AS retry_at FROM a2_claim('order-46', 'worker-1', 30000) r;
+\o /dev/null
+SET a2.now = '2026-01-01T12:01:00.000Z';
+\o
+SELECT r->>'outcome' AS outcome, jsonb_path_query_array(r, '$.events[*].attemptCount') AS attempt
+  FROM a2_claim('order-46', 'worker-1', 30000) r;
+
+\echo
+\echo '== 20. A durable timer: the handler completes and returns an event due in an hour'
+SELECT r->>'outcome' AS outcome, r->'events'->0->>'type' AS returned, r->'events'->0->>'notBefore' AS due
+  FROM a2_complete('order-46', 2, 2,
+         '[{"id": "o46-recheck", "type": "payment.recheck", "notBefore": "2026-01-01T13:01:00Z"}]') r;
+SELECT scheduled_events, earliest_due_at AT TIME ZONE 'UTC' AS earliest_due_utc FROM a2_metrics();
+\o /dev/null
+SET a2.now = '2026-01-01T13:01:00.000Z';
+\o
+SELECT r->>'outcome' AS outcome, r->'events'->0->>'type' AS type
+  FROM a2_claim('order-46', 'worker-1', 30000) r;

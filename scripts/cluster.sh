@@ -20,6 +20,8 @@
 #              notifier runs (default); 0 = not preloaded, the in-transaction
 #              NOTIFY path of a plain CREATE EXTENSION
 #   A2_NOTIFY_QUEUE_SIZE  a2.notify_queue_size (default: a2's own, 4096)
+#   A2_PGLISTEN  listen_addresses (default empty: the unix socket only);
+#              127.0.0.1 lets TCP-only clients (JDBC) connect, trusted
 # The socket directory and the server log live next to the data directory:
 # $(dirname A2_PGDATA)/sock and $(dirname A2_PGDATA)/log.  A second cluster
 # (crash tests, dump/restore) therefore needs its own parent directory and
@@ -49,6 +51,10 @@ A2_PRELOAD=${A2_PRELOAD:-1}
 A2_NOTIFY_QUEUE_SIZE=${A2_NOTIFY_QUEUE_SIZE:-}
 [[ -z $A2_NOTIFY_QUEUE_SIZE || $A2_NOTIFY_QUEUE_SIZE =~ ^[1-9][0-9]*$ ]] ||
 	a2_die "A2_NOTIFY_QUEUE_SIZE must be a positive number, not '$A2_NOTIFY_QUEUE_SIZE'"
+
+A2_PGLISTEN=${A2_PGLISTEN:-}
+[[ $A2_PGLISTEN =~ ^[0-9A-Za-z.:,\ -]*$ ]] ||
+	a2_die "A2_PGLISTEN must be a list of host names or addresses, not '$A2_PGLISTEN'"
 
 # Absolute and free of symlinks: it is compared with /proc/PID/cwd below.
 A2_PGDATA=$(realpath -m -- "$A2_PGDATA")
@@ -148,7 +154,7 @@ pid_line() {
 settings() {
 	cat <<EOF
 # Written by scripts/cluster.sh on every start; edits here are overwritten.
-listen_addresses = ''
+listen_addresses = '$A2_PGLISTEN'
 port = $A2_PGPORT
 unix_socket_directories = '$sockdir'
 max_connections = 100

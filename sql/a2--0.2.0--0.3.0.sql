@@ -157,6 +157,75 @@ COMMENT ON FUNCTION a2_grant_schema(text) IS
 
 -- == scheduling (issue 17) ================================================
 
+-- notBefore (SPEC 7.1): epoch milliseconds before which an event is not
+-- claimed; NULL (every event before 0.3.0) means at once.  Adding a
+-- nullable column without a default rewrites nothing.
+ALTER TABLE a2_events ADD COLUMN not_before bigint;
+
+COMMENT ON COLUMN a2_events.not_before IS
+'Epoch milliseconds before which the event is not claimed (notBefore, or a failed attempt''s retry_after_ms backoff); NULL: claimable at once.';
+
+-- a2_claim_next's index: an unleased event is available once it is due,
+-- greatest(not_before, created_at) (GREATEST skips NULL), so scheduled work
+-- sits at the far end and a walk that stops at now never reads it.
+-- Rebuilding it locks a2_events against writes for the build.
+DROP INDEX a2_events_available;
+CREATE INDEX a2_events_available
+	ON a2_events ((COALESCE(claim_expires_at, GREATEST(not_before, created_at))), session_id)
+	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL;
+
+-- Due announcements (src/scheduler.c): each database's scheduler finds what
+-- falls due next here.  Only unprocessed, live events with a due time are
+-- in it, so it costs nothing for events without notBefore.
+CREATE INDEX a2_events_due ON a2_events (not_before)
+	WHERE not_before IS NOT NULL AND processed_at IS NULL AND failed_at IS NULL;
+
+-- a2_fail gains retry_after_ms (backoff); the old five-argument calls keep
+-- working through the default.
+DROP FUNCTION a2_fail(text, bigint, integer, text, integer);
+CREATE FUNCTION a2_fail(session_id text,
+						event_index bigint,
+						attempt integer,
+						error text,
+						max_failures integer,
+						retry_after_ms bigint DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'a2_fail'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION a2_fail(text, bigint, integer, text, integer, bigint) IS
+'Record a failed attempt and clear its lease; dead-letters the event at max_failures. With retry_after_ms > 0 a "failed" event is not claimed again before now + retry_after_ms. Returns {"outcome":"failed"|"dead_lettered"|"superseded","failureCount":n}.';
+
+-- a2_metrics gains the scheduled count and the earliest due time, after the
+-- 0.2.0 columns; eligible_events no longer counts events not yet due.
+DROP FUNCTION a2_metrics();
+CREATE FUNCTION a2_metrics(
+	OUT sessions_with_eligible_work bigint,
+	OUT eligible_events bigint,
+	OUT leased_events bigint,
+	OUT expired_leases bigint,
+	OUT dead_letters bigint,
+	OUT lane_waiting_events bigint,
+	OUT oldest_eligible_created_at timestamptz,
+	OUT oldest_eligible_age_ms bigint,
+	OUT events_estimate bigint,
+	OUT dead_rows_estimate bigint,
+	OUT events_inserted_estimate bigint,
+	OUT measured_at timestamptz,
+	OUT scheduled_events bigint,
+	OUT earliest_due_at timestamptz)
+AS 'MODULE_PATHNAME', 'a2_metrics'
+LANGUAGE C STABLE SECURITY DEFINER
+SET search_path = pg_catalog
+SET enable_seqscan = off
+SET jit = off;
+
+COMMENT ON FUNCTION a2_metrics() IS
+'Dispatch gauges, one row. Exact as of the caller''s snapshot and the store clock: sessions with eligible work, eligible events (due, expired leases included), leased events, expired leases not yet reclaimed, dead letters, events waiting behind their lane, oldest eligible event, scheduled events (not yet due) and the earliest due time. Estimates from pg_stat: live rows, dead rows, rows inserted since the stats reset. Costs one pass over the unprocessed events.';
+
+REVOKE ALL ON FUNCTION a2_metrics() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION a2_metrics() TO pg_monitor;
+
 -- == distributed fleets (issue 18) ========================================
 
 -- == clients and docs (issue 19) ==========================================

@@ -120,18 +120,19 @@ SELECT a2_claim_next('w5', 60000, 100);
 
 --
 -- 8. Each step of the walk is an index probe of a2_events_available
--- bounded by now that locks the first entry no one else holds: the same
--- statement as claim_next.c's, planned generically as the C code plans it.
+-- bounded by now (the session lock is then tried; the probe locks no row):
+-- the same statement as claim_next.c's, planned generically as the C code
+-- plans it.  An unleased event is available once due (SPEC 7.1).
 --
 SET LOCAL plan_cache_mode = force_generic_plan;
 PREPARE walk(bigint, bigint, text) AS
-  SELECT e.session_id, COALESCE(e.claim_expires_at, e.created_at)
+  SELECT e.session_id, COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at))
     FROM a2_events e
    WHERE e.lane_ready AND e.processed_at IS NULL AND e.failed_at IS NULL
-     AND COALESCE(e.claim_expires_at, e.created_at) <= $1
-     AND (COALESCE(e.claim_expires_at, e.created_at), e.session_id) > ($2, $3)
-   ORDER BY COALESCE(e.claim_expires_at, e.created_at), e.session_id
-   LIMIT 1 FOR UPDATE SKIP LOCKED;
+     AND COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)) <= $1
+     AND (COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)), e.session_id) > ($2, $3)
+   ORDER BY COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)), e.session_id
+   LIMIT 1;
 EXPLAIN (COSTS OFF) EXECUTE walk(0, 0, '');
 DEALLOCATE walk;
 ROLLBACK;

@@ -33,6 +33,7 @@
 #include "clock.h"
 #include "distributed.h"
 #include "notify.h"
+#include "scheduler.h"
 #include "spi_plans.h"
 
 PG_FUNCTION_INFO_V1(a2_append);
@@ -67,23 +68,24 @@ static A2Statement session_pending = {
 	"), ins AS (" \
 	"  INSERT INTO @extschema@.a2_events" \
 	"    (session_id, idx, event_type, payload, event_id, created_at," \
-	"     cause, lane, lane_ready, processed_at)" \
+	"     cause, lane, lane_ready, processed_at" A2_NB(", not_before", "") ")" \
 	"  SELECT $1, st.base OPERATOR(pg_catalog.+) i.ord, i.event_type, i.payload, i.event_id, $2," \
 	"         i.cause, i.lane," \
 	"         i.lane IS NULL OR (NOT i.batch_blocked AND NOT EXISTS (" \
 	"           SELECT 1 FROM @extschema@.a2_events p" \
 	"            WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) i.lane AND p.processed_at IS NULL))," \
-	"         CASE WHEN i.settled THEN $2 END" \
+	"         CASE WHEN i.settled THEN $2 END" A2_NB(", i.not_before", "") \
 	"    FROM st, ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)," \
-	"                        pg_catalog.unnest($7), pg_catalog.unnest($8), pg_catalog.unnest($9)) WITH ORDINALITY" \
-	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, ord)" \
+	"                        pg_catalog.unnest($7), pg_catalog.unnest($8), pg_catalog.unnest($9)," \
+	"                        pg_catalog.unnest($11)) WITH ORDINALITY" \
+	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, not_before, ord)" \
 	on_conflict \
 	"  RETURNING 1" \
 	") SELECT st.base, st.pending, (SELECT pg_catalog.count(*) FROM ins) FROM st"
 
 #define INSERT_BATCH_ARGS \
-	.nargs = 10, .argtypes = {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
-	JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID, BOOLOID}
+	.nargs = 11, .argtypes = {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
+	JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID, BOOLOID, INT8ARRAYOID}
 
 static A2Statement insert_batch = {
 	.sql = INSERT_BATCH_SQL("  ON CONFLICT (event_id) DO NOTHING"), INSERT_BATCH_ARGS
@@ -101,7 +103,7 @@ static A2Statement insert_generated = {
 #define INSERT_ONE_SQL(on_conflict) \
 	"INSERT INTO @extschema@.a2_events AS e" \
 	"  (session_id, idx, event_type, payload, event_id, created_at," \
-	"   cause, lane, lane_ready, processed_at)" \
+	"   cause, lane, lane_ready, processed_at" A2_NB(", not_before", "") ")" \
 	" VALUES ($1," \
 	"   COALESCE((SELECT x.idx FROM @extschema@.a2_events x" \
 	"              WHERE x.session_id OPERATOR(pg_catalog.=) $1 ORDER BY x.idx DESC LIMIT 1)," \
@@ -109,14 +111,14 @@ static A2Statement insert_generated = {
 	"   $3, $4, $5, $2, $6, $7," \
 	"   $7 IS NULL OR NOT EXISTS (SELECT 1 FROM @extschema@.a2_events p" \
 	"              WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) $7 AND p.processed_at IS NULL)," \
-	"   CASE WHEN $8 THEN $2 END)" \
+	"   CASE WHEN $8 THEN $2 END" A2_NB(", $10", "") ")" \
 	on_conflict \
 	" RETURNING e.idx, CASE WHEN $9 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events q" \
 	"              WHERE q.session_id OPERATOR(pg_catalog.=) $1 AND q.processed_at IS NULL) END"
 
 #define INSERT_ONE_ARGS \
-	.nargs = 9, .argtypes = {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID, \
-	BOOLOID, BOOLOID}
+	.nargs = 10, .argtypes = {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID, \
+	BOOLOID, BOOLOID, INT8OID}
 
 static A2Statement insert_one = {
 	.sql = INSERT_ONE_SQL(" ON CONFLICT (event_id) DO NOTHING"), INSERT_ONE_ARGS
@@ -187,6 +189,18 @@ jsonb_equal(Datum a, Jsonb *b)
 	return DatumGetBool(DirectFunctionCall2(jsonb_eq, a, JsonbPGetDatum(b)));
 }
 
+/* A replay repeats notBefore too (SPEC 7.1): both absent, or equal. */
+static bool
+not_before_matches(uint64 row, const A2EventInput *ev)
+{
+	bool		isnull;
+	Datum		stored = a2_col(row, A2C_NOT_BEFORE, &isnull);
+
+	if (isnull != !ev->has_not_before)
+		return false;
+	return isnull || DatumGetInt64(stored) == ev->not_before;
+}
+
 bool
 a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cause)
 {
@@ -202,6 +216,8 @@ a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cause)
 		(lane != NULL && strcmp(lane, ev->lane) != 0))
 		return false;
 	if (isnull || !jsonb_equal(payload, ev->payload))
+		return false;
+	if (!not_before_matches(row, ev))
 		return false;
 	if (check_cause)
 	{
@@ -312,6 +328,8 @@ put_new_event(A2Json *js, const char *session_id, int64 idx,
 	a2j_null(js, "failedAt");
 	a2j_null(js, "claimHolder");
 	a2j_null(js, "claimExpiresAt");
+	if (ev->has_not_before)
+		a2j_iso(js, "notBefore", ev->not_before);
 	a2j_end_object(js);
 }
 
@@ -327,8 +345,8 @@ static void
 insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 			  bool need_pending, InsertOutcome *out)
 {
-	Datum		values[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		values[10];
+	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 	values[0] = session;
 	values[1] = Int64GetDatum(now_ms);
@@ -345,6 +363,10 @@ insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 		nulls[6] = 'n';
 	values[7] = BoolGetDatum(ev->settled);
 	values[8] = BoolGetDatum(need_pending);
+	if (ev->has_not_before)
+		values[9] = Int64GetDatum(ev->not_before);
+	else
+		nulls[9] = 'n';
 
 	out->inserted = a2_exec_latest(generated ? &insert_one_generated : &insert_one,
 								   values, nulls, SPI_OK_INSERT_RETURNING);
@@ -358,7 +380,7 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 				  int64 now_ms, bool generated, bool need_pending,
 				  InsertOutcome *out)
 {
-	Datum		values[10];
+	Datum		values[11];
 	char	  **types = palloc(sizeof(char *) * count);
 	char	  **ids = palloc(sizeof(char *) * count);
 	char	  **lanes = palloc(sizeof(char *) * count);
@@ -366,6 +388,8 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 	Jsonb	  **causes = palloc(sizeof(Jsonb *) * count);
 	bool	   *blocked = palloc(sizeof(bool) * count);
 	bool	   *settled = palloc(sizeof(bool) * count);
+	int64	   *not_before = palloc(sizeof(int64) * count);
+	bool	   *no_not_before = palloc(sizeof(bool) * count);
 
 	batch_blocked_lanes(events, count, blocked);
 	for (int i = 0; i < count; i++)
@@ -376,6 +400,8 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 		payloads[i] = events[i].payload;
 		causes[i] = events[i].cause;
 		settled[i] = events[i].settled;
+		not_before[i] = events[i].not_before;
+		no_not_before[i] = !events[i].has_not_before;
 	}
 	values[0] = session;
 	values[1] = Int64GetDatum(now_ms);
@@ -387,6 +413,7 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 	values[7] = a2_bool_array(blocked, count);
 	values[8] = a2_bool_array(settled, count);
 	values[9] = BoolGetDatum(need_pending);
+	values[10] = a2_int8_array(not_before, no_not_before, count);
 	a2_exec_latest(generated ? &insert_generated : &insert_batch,
 				   values, NULL, SPI_OK_SELECT);
 	out->base = a2_col_int64(0, 1);
@@ -455,7 +482,11 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 	}
 
 	for (int i = 0; i < count; i++)
+	{
 		put_new_event(js, session_id, base + 1 + i, &events[i], now_ms);
+		if (events[i].has_not_before && !events[i].settled)
+			a2_sched_note_due(events[i].not_before);
+	}
 	if (count > 0)
 		a2_notify_session(session_id, base + count);
 }

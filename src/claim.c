@@ -47,6 +47,7 @@ PG_FUNCTION_INFO_V1(a2_claim);
 	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL" \
 	"     AND e.failed_at IS NULL AND e.lane_ready" \
 	"     AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $2)" \
+	A2_NB("     AND (e.not_before IS NULL OR e.not_before OPERATOR(pg_catalog.<=) $2)", "") \
 	"     AND e.idx OPERATOR(pg_catalog.<>) ALL ($5)" \
 	"   ORDER BY e.idx " lock_clause \
 	"), claimed AS (" \
@@ -69,10 +70,21 @@ static A2Statement claim_eligible_skip_locked = {
 	.nargs = 5, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT8ARRAYOID}
 };
 
+/*
+ * When the session's unfinished lane-ready work next becomes claimable
+ * (SPEC 7.1 retryAt): per event, the later of its live lease's expiry and
+ * its future not_before; the earliest of those.  NULL: nothing is leased or
+ * scheduled, so the session is settled.
+ */
 static A2Statement next_expiry = {
-	.sql = "SELECT pg_catalog.min(e.claim_expires_at) FROM @extschema@.a2_events e"
+	.sql = "SELECT pg_catalog.min(GREATEST("
+	"         CASE WHEN e.claim_expires_at OPERATOR(pg_catalog.>) $2 THEN e.claim_expires_at END,"
+	A2_NB("   CASE WHEN e.not_before OPERATOR(pg_catalog.>) $2 THEN e.not_before END", "NULL::pg_catalog.int8") "))"
+	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL"
-	"   AND e.failed_at IS NULL AND e.lane_ready AND e.claim_expires_at OPERATOR(pg_catalog.>) $2",
+	"   AND e.failed_at IS NULL AND e.lane_ready"
+	"   AND (e.claim_expires_at OPERATOR(pg_catalog.>) $2"
+	A2_NB("        OR e.not_before OPERATOR(pg_catalog.>) $2", "") ")",
 	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 

@@ -6,8 +6,10 @@
  *	  without knowing which sessions those are.
  *
  *	  Order (fairness): oldest "available since" first.  An eligible
- *	  event is available since its lease expired, or since it was created
- *	  when it carries no lease: coalesce(claim_expires_at, created_at).  The
+ *	  event is available since its lease expired, or, when it carries no
+ *	  lease, since it was created or fell due (not_before, SPEC 7.1),
+ *	  whichever is later: coalesce(claim_expires_at, greatest(not_before,
+ *	  created_at)).  The
  *	  partial index a2_events_available holds exactly the rows that can
  *	  become eligible (lane-ready, unprocessed, not dead-lettered) keyed by
  *	  that time and the session id, so the walk below reads them oldest
@@ -65,10 +67,19 @@
 
 PG_FUNCTION_INFO_V1(a2_claim_next);
 
-/* The predicate and key of a2_events_available (sql/a2--0.1.0--0.2.0.sql) */
+/*
+ * The predicate and key of a2_events_available: since 0.3.0
+ * (sql/a2--0.2.0--0.3.0.sql) the key of a never-claimed or failed event is
+ * when it falls due, greatest(not_before, created_at) -- GREATEST skips a
+ * NULL not_before -- so scheduled work waits at the index's far end and the
+ * walk below, which stops at now, never reads it; on 0.2.0 objects the
+ * index of sql/a2--0.1.0--0.2.0.sql.
+ */
 #define AVAILABLE_PRED \
 	"e.lane_ready AND e.processed_at IS NULL AND e.failed_at IS NULL"
-#define AVAILABLE_KEY "COALESCE(e.claim_expires_at, e.created_at)"
+#define AVAILABLE_KEY \
+	A2_NB("COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at))", \
+		  "COALESCE(e.claim_expires_at, e.created_at)")
 
 /*
  * The first entry available at $1 after ($2, $3) in (time, session) order.

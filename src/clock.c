@@ -42,6 +42,8 @@
  */
 #define A2_MAX_EPOCH_MS INT64CONST(8640000000000000)
 
+static int64 timestamptz_to_ms(TimestampTz ts);
+
 static char *a2_now_setting = NULL;
 static bool a2_allow_clock_override = true;
 static bool a2_now_fixed = false;
@@ -198,17 +200,34 @@ a2_timestamptz_to_ms(TimestampTz ts, const char *argname)
 }
 
 int64
-a2_add_ttl(int64 now_ms, int64 ttl_ms)
+a2_add_ms(int64 now_ms, int64 ms, const char *argname)
 {
 	int64		result;
 
-	if (pg_add_s64_overflow(now_ms, ttl_ms, &result) ||
+	if (pg_add_s64_overflow(now_ms, ms, &result) ||
 		result > A2_MAX_EPOCH_MS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("\"ttl_ms\" is out of range"),
-				 errdetail("now + ttl_ms (" INT64_FORMAT " + " INT64_FORMAT
+				 errmsg("\"%s\" is out of range", argname),
+				 errdetail("now + %s (" INT64_FORMAT " + " INT64_FORMAT
 						   ") exceeds the largest representable timestamp.",
-						   now_ms, ttl_ms)));
+						   argname, now_ms, ms)));
 	return result;
+}
+
+int64
+a2_add_ttl(int64 now_ms, int64 ttl_ms)
+{
+	return a2_add_ms(now_ms, ttl_ms, "ttl_ms");
+}
+
+bool
+a2_parse_timestamp_ms(const char *str, int64 *ms)
+{
+	TimestampTz ts;
+
+	if (!parse_timestamptz(str, &ts))
+		return false;
+	*ms = timestamptz_to_ms(ts);
+	return *ms <= A2_MAX_EPOCH_MS && *ms >= -A2_MAX_EPOCH_MS;
 }

@@ -33,4 +33,14 @@ extern int64 a2_timestamptz_to_ms(TimestampTz ts, const char *argname);
 /* now + ttl_ms, raising 22023 on overflow. */
 extern int64 a2_add_ttl(int64 now_ms, int64 ttl_ms);
 
+/* now + ms, raising 22023 naming `argname` on overflow. */
+extern int64 a2_add_ms(int64 now_ms, int64 ms, const char *argname);
+
+/*
+ * Parse a timestamp string (ISO 8601 or any timestamptz literal) into epoch
+ * milliseconds without raising: false when it is not a finite timestamp
+ * within JavaScript's Date range.
+ */
+extern bool a2_parse_timestamp_ms(const char *str, int64 *ms);
+
 #endif							/* A2_CLOCK_H */

@@ -78,12 +78,12 @@ static A2Statement busy_lanes = {
 #define INSERT_ROW_SQL(on_conflict) \
 	"INSERT INTO @extschema@.a2_events" \
 	"  (session_id, idx, event_type, payload, event_id, created_at," \
-	"   cause, lane, lane_ready, processed_at)" \
-	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)" on_conflict
+	"   cause, lane, lane_ready, processed_at" A2_NB(", not_before", "") ")" \
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10" A2_NB(", $11", "") ")" on_conflict
 
 #define INSERT_ROW_ARGS \
-	.nargs = 10, .argtypes = {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, INT8OID, \
-	JSONBOID, TEXTOID, BOOLOID, INT8OID}
+	.nargs = 11, .argtypes = {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, INT8OID, \
+	JSONBOID, TEXTOID, BOOLOID, INT8OID, INT8OID}
 
 static A2Statement insert_row = {
 	.sql = INSERT_ROW_SQL(" ON CONFLICT (session_id, event_id) DO NOTHING"),
@@ -234,8 +234,8 @@ a2_dist_insert_events(const char *session_id, A2EventInput *events,
 					  int64 *base, bool *pending)
 {
 	Datum		session = CStringGetTextDatum(session_id);
-	Datum		values[10];
-	char		nulls[10];
+	Datum		values[11];
+	char		nulls[11];
 	char	  **busy;
 	int			nbusy;
 	int64		inserted = 0;
@@ -273,6 +273,10 @@ a2_dist_insert_events(const char *session_id, A2EventInput *events,
 			values[9] = Int64GetDatum(now_ms);
 		else
 			nulls[9] = 'n';
+		if (ev->has_not_before)
+			values[10] = Int64GetDatum(ev->not_before);
+		else
+			nulls[10] = 'n';
 		inserted += a2_exec(generated ? &insert_row_generated : &insert_row,
 							values, nulls, false, SPI_OK_INSERT);
 	}

@@ -1,13 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * fail.c
- *	  a2_fail(session_id, event_index, attempt, error, max_failures): record
- *	  a failed attempt.
+ *	  a2_fail(session_id, event_index, attempt, error, max_failures,
+ *	  retry_after_ms = NULL): record a failed attempt.
  *
  *	  Lock order: session lock, then the event row.  When the event is
  *	  unprocessed, alive, at this attempt and held, the failure is counted,
- *	  the lease cleared (re-claimable at once) and, at max_failures, the event
- *	  dead-lettered, which releases its snapshot pins as completion does.  A
+ *	  the lease cleared and, at max_failures, the event dead-lettered, which
+ *	  releases its snapshot pins as completion does.  A "failed" outcome is
+ *	  re-claimable at once, or with retry_after_ms > 0 (SPEC 7.1 backoff)
+ *	  from now + retry_after_ms: that becomes the event's not_before.  A
  *	  dead-lettered event stays unprocessed, so its lane stays blocked.
  *	  Otherwise the outcome is the one the seed's CASE computes, which makes
  *	  a repeated fail of the same attempt idempotent.
@@ -28,6 +30,7 @@
 #include "clock.h"
 #include "json_out.h"
 #include "pins.h"
+#include "scheduler.h"
 #include "spi_plans.h"
 #include "validate.h"
 
@@ -49,8 +52,9 @@ static A2Statement record_failure = {
 	"  last_failed_at = $4, last_failed_attempt = $5,"
 	"  failed_at = CASE WHEN $6 THEN $4 END,"
 	"  claim_holder = NULL, claim_expires_at = NULL"
+	A2_NB(", not_before = COALESCE($7, e.not_before)", "")
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2",
-	.nargs = 6, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT4OID, BOOLOID}
+	.nargs = 7, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT4OID, BOOLOID, INT8OID}
 };
 
 typedef struct FailArgs
@@ -60,6 +64,9 @@ typedef struct FailArgs
 	int32		attempt;
 	char	   *error;			/* NULL: stored as null */
 	int64		max_failures;
+	int64		now_ms;
+	bool		backoff;		/* retry_after_ms > 0 */
+	int64		retry_at_ms;	/* now + retry_after_ms, when backoff */
 } FailArgs;
 
 static Jsonb *
@@ -67,8 +74,8 @@ fail_attempt(FailArgs *args)
 {
 	MemoryContext caller = a2_spi_begin();
 	A2Json		js = NULL;
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		values[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		processed,
 				dead,
 				held,
@@ -96,16 +103,23 @@ fail_attempt(FailArgs *args)
 
 	if (!processed && !dead && attempt_count == args->attempt && held)
 	{
-		int64		now_ms = a2_clock_now_ms();
 		bool		dead_letter = failures + 1 >= args->max_failures;
 
 		if (args->error)
 			values[2] = CStringGetTextDatum(args->error);
 		else
 			nulls[2] = 'n';
-		values[3] = Int64GetDatum(now_ms);
+		values[3] = Int64GetDatum(args->now_ms);
 		values[4] = Int32GetDatum(args->attempt);
 		values[5] = BoolGetDatum(dead_letter);
+		/* backoff (SPEC 7.1): a failed attempt's event is due again later */
+		if (args->backoff && !dead_letter)
+		{
+			values[6] = Int64GetDatum(args->retry_at_ms);
+			a2_sched_note_due(args->retry_at_ms);
+		}
+		else
+			nulls[6] = 'n';
 		a2_exec_latest(&record_failure, values, nulls, SPI_OK_UPDATE);
 		failures += 1;
 		if (dead_letter)
@@ -137,5 +151,16 @@ a2_fail(PG_FUNCTION_ARGS)
 	args.attempt = (int32) a2_int4_arg(fcinfo, 2, "attempt", 1);
 	args.error = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	args.max_failures = a2_int4_arg(fcinfo, 4, "max_failures", 1);
+	args.now_ms = a2_clock_now_ms();
+	args.backoff = false;
+	args.retry_at_ms = 0;
+	/* retry_after_ms: 0.3.0's sixth argument; NULL or 0, no backoff */
+	if (PG_NARGS() > 5 && !PG_ARGISNULL(5))
+	{
+		int64		retry_after_ms = a2_int8_arg(fcinfo, 5, "retry_after_ms", 0);
+
+		args.retry_at_ms = a2_add_ms(args.now_ms, retry_after_ms, "retry_after_ms");
+		args.backoff = retry_after_ms > 0;
+	}
 	PG_RETURN_JSONB_P(fail_attempt(&args));
 }

@@ -384,6 +384,15 @@ a2j_event_row(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
 		put_col(js, "failedAt", tuple, desc, A2C_FAILED_AT, COL_ISO);
 		put_col(js, "claimHolder", tuple, desc, A2C_CLAIM_HOLDER, COL_TEXT);
 		put_col(js, "claimExpiresAt", tuple, desc, A2C_CLAIM_EXPIRES_AT, COL_ISO);
+		/* SPEC 7.1: only when set, so unscheduled events keep 0.5's shape */
+		if (desc->natts >= A2C_NOT_BEFORE)
+		{
+			bool		isnull;
+
+			(void) SPI_getbinval(tuple, desc, A2C_NOT_BEFORE, &isnull);
+			if (!isnull)
+				put_col(js, "notBefore", tuple, desc, A2C_NOT_BEFORE, COL_ISO);
+		}
 	}
 	a2j_end_object(js);
 }

@@ -32,7 +32,8 @@
 	"e.returned_event_ids, e.first_claimed_at, e.last_claimed_at, " \
 	"e.attempt_count, e.failure_count, e.last_failed_at, " \
 	"e.last_failed_attempt, e.last_error, e.failed_at, e.claim_holder, " \
-	"e.claim_expires_at"
+	"e.claim_expires_at, " \
+	"{{nb:e.not_before|NULL::pg_catalog.int8}}"	/* A2_NB() of spi_plans.h */
 
 typedef enum A2EventCol
 {
@@ -57,7 +58,8 @@ typedef enum A2EventCol
 	A2C_FAILED_AT,
 	A2C_CLAIM_HOLDER,
 	A2C_CLAIM_EXPIRES_AT,
-	A2C_NUM_EVENT_COLS = A2C_CLAIM_EXPIRES_AT
+	A2C_NOT_BEFORE,				/* 0.3.0; NULL on 0.2.0 objects */
+	A2C_NUM_EVENT_COLS = A2C_NOT_BEFORE
 } A2EventCol;
 
 typedef JsonbParseState *A2Json;	/* the builder being filled */

@@ -39,7 +39,9 @@
 
 PG_FUNCTION_INFO_V1(a2_metrics);
 
-#define METRIC_COLUMNS 12
+/* 0.3.0 adds scheduled_events and earliest_due_at after the 0.2.0 columns */
+#define METRIC_COLUMNS_V2 12
+#define METRIC_COLUMNS 14
 
 /* $1 now (epoch ms), $2 a2_events' OID */
 static A2Statement gauges = {
@@ -55,13 +57,20 @@ static A2Statement gauges = {
 	"       pg_catalog.pg_stat_get_live_tuples($2),"
 	"       pg_catalog.pg_stat_get_dead_tuples($2),"
 	"       pg_catalog.pg_stat_get_tuples_inserted($2),"
-	"       pg_catalog.to_timestamp($1 OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8)"
+	"       pg_catalog.to_timestamp($1 OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8),"
+	"       pg_catalog.count(*) FILTER (WHERE u.scheduled),"
+	"       pg_catalog.to_timestamp(pg_catalog.min(u.not_before) FILTER (WHERE u.scheduled)"
+	"                               OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8)"
 	"  FROM (SELECT e.session_id, e.created_at, e.failed_at, e.lane_ready,"
-	"               e.claim_expires_at,"
+	"               e.claim_expires_at, x.not_before,"
 	"               e.lane_ready AND e.failed_at IS NULL"
-	"                 AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $1) AS eligible,"
-	"               e.failed_at IS NULL AND e.claim_expires_at OPERATOR(pg_catalog.>) $1 AS leased"
-	"          FROM @extschema@.a2_events e WHERE e.processed_at IS NULL) u",
+	"                 AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $1)"
+	"                 AND (x.not_before IS NULL OR x.not_before OPERATOR(pg_catalog.<=) $1) AS eligible,"
+	"               e.failed_at IS NULL AND e.claim_expires_at OPERATOR(pg_catalog.>) $1 AS leased,"
+	"               e.failed_at IS NULL AND x.not_before OPERATOR(pg_catalog.>) $1 AS scheduled"
+	"          FROM @extschema@.a2_events e"
+	"         CROSS JOIN LATERAL (SELECT " A2_NB("e.not_before", "NULL::pg_catalog.int8") " AS not_before) x"
+	"         WHERE e.processed_at IS NULL) u",
 	.nargs = 2, .argtypes = {INT8OID, OIDOID}
 };
 
@@ -73,10 +82,13 @@ a2_metrics(PG_FUNCTION_ARGS)
 	Datum		values[METRIC_COLUMNS];
 	bool		nulls[METRIC_COLUMNS];
 	Datum		args[2];
+	int			ncols;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "a2_metrics must be declared with OUT parameters");
-	if (desc->natts != METRIC_COLUMNS)
+	/* 0.2.0's declaration until ALTER EXTENSION a2 UPDATE: its 12 columns */
+	ncols = desc->natts;
+	if (ncols != METRIC_COLUMNS && ncols != METRIC_COLUMNS_V2)
 		elog(ERROR, "a2_metrics is declared with %d columns, expected %d",
 			 desc->natts, METRIC_COLUMNS);
 	desc = BlessTupleDesc(desc);
@@ -88,7 +100,7 @@ a2_metrics(PG_FUNCTION_ARGS)
 	if (a2_exec(&gauges, args, NULL, true, SPI_OK_SELECT) != 1)
 		elog(ERROR, "a2_metrics: expected one row");
 	/* every column is int8 or timestamptz: passed by value, safe past SPI_finish */
-	for (int i = 0; i < METRIC_COLUMNS; i++)
+	for (int i = 0; i < ncols; i++)
 		values[i] = a2_col(0, i + 1, &nulls[i]);
 	a2_spi_end();
 

@@ -29,6 +29,7 @@
 #include "distributed.h"
 #include "notifier.h"
 #include "notify.h"
+#include "scheduler.h"
 #include "spi_plans.h"
 
 PG_MODULE_MAGIC;
@@ -41,6 +42,7 @@ _PG_init(void)
 	a2_clock_define_guc();
 	a2_notify_init();
 	a2_notifier_init();
+	a2_scheduler_init();
 	a2_plans_init();
 	/* after every a2.* setting is defined, so none of their placeholders is lost */
 	MarkGUCPrefixReserved("a2");

@@ -71,6 +71,7 @@ static A2Statement redrive_listed = {
 	"  UPDATE @extschema@.a2_events e SET"
 	"    failed_at = NULL, failure_count = 0,"
 	"    claim_holder = NULL, claim_expires_at = NULL"
+	A2_NB(", not_before = NULL", "")	/* SPEC 7.1: due at once */
 	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
 	"     AND e.processed_at IS NULL AND e.failed_at IS NOT NULL"
 	"  RETURNING " A2_EVENT_COLUMNS

@@ -64,6 +64,7 @@ static Oid	events_relid = InvalidOid;
 static Oid	schema_oid = InvalidOid;
 static bool distributed = false;
 static bool have_retired = false;	/* 0.2.0's a2_retired_sessions exists */
+static bool have_not_before = false;	/* 0.3.0's a2_events.not_before exists */
 
 /* plans replaced by a new generation, freed at the next pre-commit */
 static List *retired_plans = NIL;	/* in TopMemoryContext */
@@ -172,6 +173,7 @@ refresh_cache(void)
 	Oid			relid;
 	bool		dist;
 	bool		retired;
+	bool		not_before;
 
 	if (nspname == NULL)
 		elog(ERROR, "cache lookup failed for namespace %u", nsp);
@@ -179,16 +181,20 @@ refresh_cache(void)
 	relid = get_relname_relid("a2_events", nsp);
 	dist = citus_distributes(relid);
 	retired = OidIsValid(get_relname_relid("a2_retired_sessions", nsp));
+	not_before = OidIsValid(relid) &&
+		get_attnum(relid, "not_before") != InvalidAttrNumber;
 
 	/* a new generation only when the statements' text would change */
 	if (schema_quoted == NULL || strcmp(schema_quoted, quoted) != 0 ||
-		dist != distributed || retired != have_retired)
+		dist != distributed || retired != have_retired ||
+		not_before != have_not_before)
 	{
 		if (schema_quoted)
 			pfree(schema_quoted);
 		schema_quoted = MemoryContextStrdup(TopMemoryContext, quoted);
 		distributed = dist;
 		have_retired = retired;
+		have_not_before = not_before;
 		cache_generation++;
 	}
 	events_relid = relid;
@@ -251,6 +257,47 @@ replace_token(const char *sql, const char *token, const char *with)
 	return buf.data;
 }
 
+bool
+a2_has_not_before(void)
+{
+	if (!cache_valid)
+		refresh_cache();
+	return have_not_before;
+}
+
+/*
+ * Expand the conditional parts {{nb:THEN|ELSE}}: THEN when a2_events has
+ * 0.3.0's not_before column, ELSE while the installed objects are still
+ * 0.2.0's (a new library keeps serving a database until ALTER EXTENSION a2
+ * UPDATE, which adds the column and so bumps the generation).
+ */
+static char *
+expand_conditionals(const char *sql)
+{
+	StringInfoData buf;
+	const char *p = sql;
+	const char *hit;
+
+	initStringInfo(&buf);
+	while ((hit = strstr(p, A2_NB_OPEN)) != NULL)
+	{
+		const char *body = hit + strlen(A2_NB_OPEN);
+		const char *bar = strchr(body, '|');
+		const char *end = strstr(body, "}}");
+
+		if (bar == NULL || end == NULL || bar > end)
+			elog(ERROR, "malformed conditional in statement \"%s\"", sql);
+		appendBinaryStringInfo(&buf, p, hit - p);
+		if (have_not_before)
+			appendBinaryStringInfo(&buf, body, bar - body);
+		else
+			appendBinaryStringInfo(&buf, bar + 1, end - bar - 1);
+		p = end + 2;
+	}
+	appendStringInfoString(&buf, p);
+	return buf.data;
+}
+
 /*
  * The statement text to prepare: @extschema@ becomes the extension's
  * schema, and @retired_last_index@ the high-water mark of a dropped session
@@ -264,6 +311,7 @@ static char *
 expand_schema(const char *sql)
 {
 	char	   *with_mark = NULL;
+	char	   *conditional;
 	char	   *out;
 
 	if (strstr(sql, A2_RETIRED_MARK_TOKEN) != NULL)
@@ -272,7 +320,9 @@ expand_schema(const char *sql)
 								  have_retired ? "@extschema@.a2_retired_last_index($1)" : "NULL::pg_catalog.int8");
 		sql = with_mark;
 	}
-	out = replace_token(sql, "@extschema@", schema_quoted);
+	conditional = expand_conditionals(sql);
+	out = replace_token(conditional, "@extschema@", schema_quoted);
+	pfree(conditional);
 	if (with_mark)
 		pfree(with_mark);
 	return out;

@@ -29,6 +29,13 @@
  */
 #define A2_RETIRED_MARK_TOKEN "@retired_last_index@"
 
+/*
+ * In a statement's text: A2_NB("THEN", "ELSE") is THEN once a2_events has
+ * 0.3.0's not_before column, ELSE before (see expand_conditionals()).
+ */
+#define A2_NB_OPEN "{{nb:"
+#define A2_NB(then_sql, else_sql) A2_NB_OPEN then_sql "|" else_sql "}}"
+
 typedef struct A2Statement
 {
 	const char *sql;			/* text with @extschema@ placeholders */
@@ -54,6 +61,9 @@ extern void a2_plans_init(void);
  * shard; a2_distributed() lets a module pick a different code path.
  */
 extern bool a2_distributed(void);
+
+/* a2_events has 0.3.0's not_before column (scheduling, SPEC 7.1) */
+extern bool a2_has_not_before(void);
 
 /* OID of one of the extension's relations (InvalidOid if missing). */
 extern Oid	a2_relid(const char *relname);

@@ -22,6 +22,7 @@
 #include "utils/jsonb.h"
 
 #include "a2.h"
+#include "clock.h"
 #include "json_out.h"
 #include "validate.h"
 
@@ -250,8 +251,8 @@ a2_json_check_keys(JsonbContainer *obj, const char *const *accepted,
 
 /* The keys of SPEC section 3's input shapes for append and complete */
 static const char *const cause_keys[] = {"index", "attempt", "batchSize", NULL};
-static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", NULL};
-static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", NULL};
+static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", "notBefore", NULL};
+static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", "notBefore", NULL};
 
 static void
 parse_cause(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
@@ -351,6 +352,19 @@ a2_parse_events(Jsonb *events, const char *session_id, bool for_complete,
 			if (f.type != jbvBool)
 				a2_invalid("events", session_id, "events[%d].settled must be a boolean.", i);
 			ev->settled = f.val.boolean;
+		}
+
+		if (a2_json_field(obj, "notBefore", &f))
+		{
+			char	   *text;
+
+			if (f.type != jbvString)
+				a2_invalid("events", session_id, "events[%d].notBefore must be a timestamp string.", i);
+			text = pnstrdup(f.val.string.val, f.val.string.len);
+			if (!a2_parse_timestamp_ms(text, &ev->not_before))
+				a2_invalid("events", session_id,
+						   "events[%d].notBefore must be a finite timestamp within 8.64e15 milliseconds of 1970-01-01.", i);
+			ev->has_not_before = true;
 		}
 	}
 	*count = n;

@@ -31,6 +31,8 @@ typedef struct A2EventInput
 	int64		cause_attempt;
 	char	   *lane;			/* NULL: no lane */
 	bool		settled;
+	bool		has_not_before; /* notBefore given (SPEC 7.1) */
+	int64		not_before;		/* epoch ms, when has_not_before */
 } A2EventInput;
 
 /* Required arguments: NULL raises 22004 naming the argument. */

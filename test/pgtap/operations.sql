@@ -88,11 +88,11 @@ BEGIN
 	GRANT pg_monitor TO regress_a2_monitor;
 	-- or EXECUTE on the function alone
 	EXECUTE format('GRANT EXECUTE ON FUNCTION %s.a2_metrics() TO regress_a2_exec', s);
-	-- the README's worker grants (the ones a2_append and a2_read need)
+	-- the worker grants of docs/security.md (the ones a2_append and a2_read need)
 	EXECUTE format('GRANT SELECT, INSERT, UPDATE ON %s.a2_events TO regress_a2_worker', s);
 	-- from 0.3.0 the SECURITY DEFINER mark function is not PUBLIC
 	EXECUTE format('GRANT EXECUTE ON FUNCTION %s.a2_retired_last_index(text) TO regress_a2_worker', s);
-	-- the README's retention grants
+	-- the retention grants of docs/operations.md
 	EXECUTE format('GRANT SELECT, UPDATE, DELETE ON %s.a2_events TO regress_a2_retention', s);
 	EXECUTE format('GRANT SELECT, DELETE ON %s.a2_snapshots, %s.a2_snapshot_history, %s.a2_snapshot_pins'
 				   ' TO regress_a2_retention', s, s, s);

@@ -6,8 +6,8 @@
 CLIENTS threads, each with its own psycopg 3 connection to POOLED_URL
 (pgbouncer, pool_mode=transaction, a pool smaller than CLIENTS), share four
 sessions for SECONDS: they append events, claim, and complete what they
-claimed with one child each, one transaction per call, the way the README
-tells a pooled client to work:
+claimed with one child each, one transaction per call, the way
+docs/operations.md tells a pooled client to work:
 
   - jsonb arguments go as psycopg's Jsonb (never a Python list or dict);
   - prepare_threshold=None: pgbouncer 1.18 cannot keep named prepared
@@ -27,7 +27,7 @@ gap or duplicate, and nothing is left unfinished.  Exit status 0 = pass.
 Finally, as a control, one client does a session-level SET a2.now through
 the pooler and the others count how many of their plain appends picked it
 up: that figure is printed, not asserted (it depends on which server
-connection each transaction gets), and shows why the README forbids it.
+connection each transaction gets), and shows why docs/operations.md forbids it.
 """
 
 import datetime

@@ -3,7 +3,8 @@
  *
  * The mapping (README "Errors"):
  *   Z2001               PARTIAL_DUPLICATE_BATCH
- *   Z2002               SUPERSEDED_ATTEMPT
+ *   Z2002               SUPERSEDED_ATTEMPT (also thrown for a completion or
+ *                       failure the server answers "superseded")
  *   Z2003               TypeError "no event at index N in session 'S'"
  *                       (what store-postgres 0.5.0 throws for a missing event)
  *   class 22 (22023, 22004, 22P02, 22003, ...)   INVALID_PAYLOAD
@@ -77,6 +78,17 @@ export const toA2Error = (err: unknown): Error => {
     cause: err,
   })
 }
+
+/**
+ * The error for a completion or failure the server answered
+ * `{"outcome": "superseded"}`: the same code and wording as its Z2002 for
+ * a caused append, so a stale attempt looks one way wherever it shows.
+ */
+export const supersededError = (sessionId: string, index: number, attempt: number): A2Error =>
+  new A2Error(
+    'SUPERSEDED_ATTEMPT',
+    `attempt ${attempt} no longer owns event ${index} in session "${sessionId}"`,
+  )
 
 /** Is this error worth retrying as it is (the store, not the input, failed)? */
 export const isUnavailable = (err: unknown): boolean =>

@@ -16,11 +16,27 @@ import {
   toStored,
 } from './codec.js'
 import type { Queryable, Statements } from './client.js'
-import { toA2Error } from './errors.js'
-import type { A2Store, Clock, IdSource } from './types.js'
+import { supersededError, toA2Error } from './errors.js'
+import type {
+  A2CompleteResult,
+  A2FailResult,
+  A2Store,
+  Clock,
+  IdSource,
+  StoreCompleteOptions,
+  StoreFailOptions,
+} from './types.js'
 
-/** Everything of A2Store that is one statement (all but the stream). */
-export type A2Operations = Omit<A2Store, 'stream'>
+/**
+ * Everything of A2Store that is one statement (all but the stream).
+ * `completeAttempt` and `failAttempt` never answer `superseded`: a stale
+ * attempt throws A2Error('SUPERSEDED_ATTEMPT'), as a caused append does
+ * (README "Stale attempts"). The narrower results keep the store an A2Store.
+ */
+export type A2Operations = Omit<A2Store, 'stream' | 'completeAttempt' | 'failAttempt'> & {
+  completeAttempt(options: StoreCompleteOptions): Promise<A2CompleteResult>
+  failAttempt(options: StoreFailOptions): Promise<A2FailResult>
+}
 
 export type OperationContext = {
   sql: Statements
@@ -123,9 +139,11 @@ export const operations = (
         ['$1::text', '$2::bigint', '$3::integer', '$4::jsonb'],
         () => [sessionId, index, attempt, jsonText(events.map(returnedEventJson))],
       )) as Json
-      return r['outcome'] === 'completed'
-        ? { outcome: 'completed', events: (r['events'] as unknown[]).map(toStored) }
-        : { outcome: 'superseded' }
+      // The server answers a stale attempt with {"outcome": "superseded"};
+      // the client throws, so that in transaction() the handler's writes
+      // roll back with it, as they do after a caused append's Z2002.
+      if (r['outcome'] !== 'completed') throw supersededError(sessionId, index, attempt)
+      return { outcome: 'completed', events: (r['events'] as unknown[]).map(toStored) }
     },
 
     async failAttempt({ sessionId, index, attempt, error, maxFailures }) {
@@ -134,10 +152,10 @@ export const operations = (
         ['$1::text', '$2::bigint', '$3::integer', '$4::text', '$5::integer'],
         () => [sessionId, index, attempt, error ?? null, maxFailures],
       )) as Json
-      return {
-        outcome: r['outcome'] as 'failed' | 'dead_lettered' | 'superseded',
-        failureCount: Number(r['failureCount']),
+      if (r['outcome'] !== 'failed' && r['outcome'] !== 'dead_lettered') {
+        throw supersededError(sessionId, index, attempt)
       }
+      return { outcome: r['outcome'], failureCount: Number(r['failureCount']) }
     },
 
     async readState(sessionId, reducerName, options) {

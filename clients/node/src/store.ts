@@ -51,7 +51,7 @@ export type A2Transaction = A2Operations & {
   query(text: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>
 }
 
-export type A2PostgresStore = A2Store & {
+export type A2PostgresStore = A2Operations & Pick<A2Store, 'stream'> & {
   /**
    * Runs `fn` in one transaction on one connection: BEGIN, fn(tx), COMMIT.
    * A throw rolls everything back (the handler's writes and the a2 calls)

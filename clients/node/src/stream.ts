@@ -36,7 +36,10 @@
  *
  * Errors: a STORE_UNAVAILABLE read is retried after `pollIntervalMs`
  * (capped at 1 s); any other error (bad input) ends the stream and is
- * thrown from `next()`. `return()` ends one stream, `close()` all.
+ * thrown from `next()`. `return()` ends one stream, `close()` all. When
+ * the last stream ends the listener UNLISTENs and releases its connection;
+ * one it was still connecting is released untouched (no LISTEN), and none
+ * is taken once no stream is left; `stopped()` resolves when that is done.
  */
 
 import type { PostgresClient } from './client.js'
@@ -183,6 +186,15 @@ export class Listener {
     return this.#ready ?? Promise.resolve()
   }
 
+  /**
+   * Resolves once the listener's current life has ended, i.e. every
+   * connection it took is released (at once when it is not running).
+   * Tests use it after the last stream ended instead of polling the pool.
+   */
+  stopped(): Promise<void> {
+    return this.#stopped
+  }
+
   drop(s: SessionStream): void {
     const set = this.#streams.get(s.sessionId)
     if (!set) return
@@ -246,6 +258,12 @@ export class Listener {
         await sleep(backoff)
         backoff = Math.min(backoff * 2, RECONNECT_MAX_MS)
         continue
+      }
+      if (this.#stopping()) {
+        // The last stream went while we connected: nothing to ask or LISTEN.
+        conn.removeListener?.('error', ignore)
+        conn.release()
+        break
       }
       if (!detected) {
         let nodes: A2Node[] | null
@@ -381,6 +399,14 @@ export class Listener {
         resolve()
       }
     })
+    if (this.#stopping()) {
+      // The last stream went (or close() came) while we connected: no
+      // LISTEN is needed, the connection goes back untouched.
+      conn.removeListener?.('error', ignore)
+      await conn.release()
+      settle()
+      return { lost: undefined, active: false }
+    }
     this.#wakers.add(wake)
     conn.on('error', onError)
     conn.on('end', onEnd)
@@ -423,6 +449,8 @@ export class Listener {
   async #connect(): Promise<ListenConnection | null> {
     const client = await this.#client()
     if (typeof client.connect !== 'function') return null
+    // Stopped while the client was resolved: take no connection at all.
+    if (this.#stopping()) return null
     const conn = await client.connect()
     if (!canListen(conn)) {
       conn.release()

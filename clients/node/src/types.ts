@@ -109,6 +109,12 @@ export type StoreCompleteResult =
   | { outcome: 'completed'; events: StoredEvent[] }
   | { outcome: 'superseded' }
 
+/**
+ * What a2-client's completeAttempt resolves to. A stale attempt (the seed's
+ * `{ outcome: 'superseded' }`) rejects with A2Error('SUPERSEDED_ATTEMPT').
+ */
+export type A2CompleteResult = { outcome: 'completed'; events: StoredEvent[] }
+
 export type StoreFailOptions = {
   sessionId: string
   index: number
@@ -119,6 +125,12 @@ export type StoreFailOptions = {
 
 export type StoreFailResult = {
   outcome: 'failed' | 'dead_lettered' | 'superseded'
+  failureCount: number
+}
+
+/** What a2-client's failAttempt resolves to; a stale attempt rejects with SUPERSEDED_ATTEMPT. */
+export type A2FailResult = {
+  outcome: 'failed' | 'dead_lettered'
   failureCount: number
 }
 

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
-import { A2Error, a2Store, type A2PostgresStore, type PostgresClient } from '../src/index.js'
+import { A2Error, a2Store, type A2PostgresStore, type A2Store, type PostgresClient } from '../src/index.js'
 import { ManualClock, Pool, dropDatabase, freshDatabase, pool, storeOn } from './helpers.js'
 
 const DB = 'a2_node_store'
@@ -265,10 +265,15 @@ describe('completeAttempt and failAttempt', () => {
       store.completeAttempt({ sessionId: s, index: 1, attempt: 1, events: [children[0]!] }),
       'PARTIAL_DUPLICATE_BATCH',
     )
-    assert.deepEqual(await store.completeAttempt({ sessionId: s, index: 1, attempt: 2, events: [] }), { outcome: 'superseded' })
+    // A stale attempt is SUPERSEDED_ATTEMPT, worded as the server's Z2002 (one way to say stale).
+    await rejectsWith(
+      store.completeAttempt({ sessionId: s, index: 1, attempt: 2, events: [] }),
+      'SUPERSEDED_ATTEMPT',
+      new RegExp(`^attempt 2 no longer owns event 1 in session "${s}"$`),
+    )
     await rejectsNotFound(store.completeAttempt({ sessionId: s, index: 42, attempt: 1, events: [] }), 42, s)
     // Never claimed: superseded. Duplicate returned ids: PARTIAL_DUPLICATE_BATCH.
-    assert.deepEqual(await store.completeAttempt({ sessionId: s, index: 2, attempt: 1, events: [] }), { outcome: 'superseded' })
+    await rejectsWith(store.completeAttempt({ sessionId: s, index: 2, attempt: 1, events: [] }), 'SUPERSEDED_ATTEMPT')
     await store.claimAvailable({ sessionId: s, holder: 'w', ttlMs: 1000 })
     await rejectsWith(
       store.completeAttempt({ sessionId: s, index: 2, attempt: 1, events: [{ id: 'd', type: 'x' }, { id: 'd', type: 'x' }] }),
@@ -300,7 +305,11 @@ describe('completeAttempt and failAttempt', () => {
     const c = await store.claimAvailable({ sessionId: s, holder: 'w', ttlMs: 1000 }) // at once: lease cleared
     assert.ok(c.outcome === 'claimed')
     assert.deepEqual(c.events.map((x) => [x.index, x.attemptCount]), [[1, 2]])
-    assert.deepEqual(await store.failAttempt({ sessionId: s, index: 1, attempt: 1, error: 'old', maxFailures: 2 }), { outcome: 'superseded', failureCount: 1 })
+    await rejectsWith(
+      store.failAttempt({ sessionId: s, index: 1, attempt: 1, error: 'old', maxFailures: 2 }),
+      'SUPERSEDED_ATTEMPT',
+      new RegExp(`^attempt 1 no longer owns event 1 in session "${s}"$`),
+    )
     const dl = await store.failAttempt({ sessionId: s, index: 1, attempt: 2, error: null, maxFailures: 2 })
     assert.deepEqual(dl, { outcome: 'dead_lettered', failureCount: 2 })
     const [dead] = await store.read(s, { throughIndex: 1 })
@@ -462,6 +471,24 @@ describe('errors', () => {
     }
   })
 
+  it('a caused append, a completion and a failure of a stale attempt all throw SUPERSEDED_ATTEMPT', async () => {
+    const s = session()
+    await store.append(s, [{ type: 'job' }])
+    await store.claimAvailable({ sessionId: s, holder: 'w', ttlMs: 1000 })
+    clock.advance(1000)
+    await store.claimAvailable({ sessionId: s, holder: 'w2', ttlMs: 1000 }) // attempt 2
+    const stale = `^attempt 1 no longer owns event 1 in session "${s}"$`
+    const fromServer = await rejectsWith(store.append(s, [{ type: 'p', cause: { index: 1, attempt: 1 } }]), 'SUPERSEDED_ATTEMPT', new RegExp(stale))
+    assert.equal((fromServer.cause as { code?: string }).code, 'Z2002')
+    await rejectsWith(store.completeAttempt({ sessionId: s, index: 1, attempt: 1, events: [] }), 'SUPERSEDED_ATTEMPT', new RegExp(stale))
+    await rejectsWith(store.failAttempt({ sessionId: s, index: 1, attempt: 1, error: 'x', maxFailures: 3 }), 'SUPERSEDED_ATTEMPT', new RegExp(stale))
+    const [e] = await store.read(s)
+    assert.deepEqual([e!.processedAt, e!.failureCount, e!.attemptCount], [null, 0, 2])
+    // Still the seed's A2Store: the narrower results are assignable to it.
+    const seed: A2Store = store
+    assert.equal(typeof seed.completeAttempt, 'function')
+  })
+
   it('a2Store needs a connectionString or a client', () => {
     assert.throws(() => a2Store({}), TypeError)
   })
@@ -487,7 +514,7 @@ describe('the wire', () => {
     const st = a2Store({ client, clock })
     const s = session()
     const calls: [string, () => Promise<unknown>][] = [
-      ['append', () => st.append(s, [{ type: 'job' }])],
+      ['append', () => st.append(s, [{ type: 'job' }, { type: 'job' }])], // failAttempt below fails the second (claimed) one
       ['read', () => st.read(s)],
       ['claimAvailable', () => st.claimAvailable({ sessionId: s, holder: 'w', ttlMs: 1000 })],
       ['renewClaims', () => st.renewClaims({ sessionId: s, holder: 'w', ttlMs: 1000, claims: [{ index: 1, attempt: 1 }] })],

@@ -11,7 +11,9 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
 import { a2Store, type A2PostgresStore } from '../src/index.js'
+import type { PostgresClient } from '../src/client.js'
 import { listenerOf } from '../src/store.js'
+import { Listener } from '../src/stream.js'
 import { dropDatabase, freshDatabase, pool, sleep, take, within } from './helpers.js'
 
 const DB = 'a2_node_stream'
@@ -233,21 +235,91 @@ describe('stream', () => {
     }
   })
 
-  it('return() of the only stream right after stream() releases the listener connection', async () => {
+  // Before 0.3.0 this case polled the pool until idleCount === totalCount,
+  // which already held before the listener had asked the pool for a
+  // connection (0 === 0); the listener then took one, LISTENed for no
+  // stream and released it, and a loaded machine was still inside that
+  // round trip 100 ms later (issue 15, item 10). Now the listener takes no
+  // connection once no stream is left, and the test waits for stopped().
+  it('return() of the only stream right after stream() takes no listener connection', async () => {
     const p = pool(DB, 2)
     const store = a2Store({ client: p, pollIntervalMs: NO_POLL })
     try {
       const it = store.stream(session())
       await it.return!()
       const listener = listenerOf(store)!
-      await until(() => !listener.listening && p.idleCount === p.totalCount, 3000, 'listener connection released')
-      await sleep(100)
+      await within(listener.stopped(), 3000, 'the listener stops')
       assert.equal(listener.listening, false)
+      assert.equal(listener.listens, 0)
+      assert.equal(p.totalCount, 0)
       assert.equal(p.waitingCount, 0)
-      assert.equal(p.idleCount, p.totalCount)
     } finally {
       await store.close()
     }
+  })
+
+  it('return() of the only stream after its LISTEN is active releases the connection, unlistened', async () => {
+    const p = pool(DB, 2)
+    const store = a2Store({ client: p, pollIntervalMs: NO_POLL })
+    try {
+      const it = store.stream(session())
+      const listener = listenerOf(store)!
+      await within(listener.ready(), 5000, 'the LISTEN')
+      assert.equal(listener.listening, true)
+      assert.equal(p.totalCount - p.idleCount, 1)
+      await it.return!()
+      await within(listener.stopped(), 3000, 'the listener stops')
+      assert.equal(listener.listening, false)
+      assert.equal(listener.listens, 1)
+      assert.equal(p.waitingCount, 0)
+      assert.equal(p.totalCount, 1)
+      assert.equal(p.idleCount, 1)
+      // The pool's only connection, the released one, listens no more.
+      const { rows } = await p.query('SELECT pg_catalog.pg_listening_channels() AS c')
+      assert.deepEqual(rows, [])
+      assert.equal(p.totalCount, 1)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('a stream that ends while the listener connects: the connection is released without a LISTEN', async () => {
+    const queries: string[] = []
+    let released = 0
+    let connecting = false
+    let resolveConnect!: (c: unknown) => void
+    const conn = {
+      query: async (text: string) => {
+        queries.push(text)
+        return { rows: [] }
+      },
+      release: () => {
+        released += 1
+      },
+      on: () => conn,
+      removeListener: () => conn,
+    }
+    const client = {
+      query: async () => ({ rows: [] }),
+      connect: () => {
+        connecting = true
+        return new Promise((r) => (resolveConnect = r))
+      },
+    } as unknown as PostgresClient
+    const listener = new Listener(async () => client, async () => [], {
+      listen: true,
+      pollIntervalMs: NO_POLL,
+      pageSize: 10,
+    })
+    const s = listener.open('s', 0)
+    await until(() => connecting, 3000, 'connect() called')
+    await s.return()
+    resolveConnect(conn)
+    await within(listener.stopped(), 3000, 'the listener stops')
+    assert.deepEqual(queries, [])
+    assert.equal(released, 1)
+    assert.equal(listener.listens, 0)
+    assert.equal(listener.listening, false)
   })
 
   it('bad input ends the stream with INVALID_PAYLOAD', async () => {

@@ -114,6 +114,25 @@ describe('transaction', () => {
     assert.equal(await shipments(s), 0)
   })
 
+  it('a superseded completion throws and rolls back the handler write', async () => {
+    // The server answers a stale completion without an error; the handler's
+    // own write must not commit with it (one way to say stale).
+    const s = session()
+    const attempt = await claimOne(s)
+    clock.advance(30_000)
+    await store.claimAvailable({ sessionId: s, holder: 'other', ttlMs: 30_000 })
+    const err = await store
+      .transaction(async (tx) => {
+        await tx.query('INSERT INTO shipments VALUES ($1, $2)', [s, 'tea'])
+        await tx.completeAttempt({ sessionId: s, index: 1, attempt, events: [] })
+      })
+      .then(() => assert.fail('expected SUPERSEDED_ATTEMPT'), (e: unknown) => e)
+    assert.ok(err instanceof A2Error)
+    assert.equal(err.code, 'SUPERSEDED_ATTEMPT')
+    assert.equal(await shipments(s), 0)
+    assert.equal((await store.read(s))[0]!.processedAt, null)
+  })
+
   it('the connection goes back to the pool clean (no open transaction)', async () => {
     for (let i = 0; i < 10; i++) {
       await store.transaction(async (tx) => tx.query('SELECT 1')).catch(() => {})

@@ -1,0 +1,35 @@
+/*-------------------------------------------------------------------------
+ *
+ * scheduler.h
+ *	  Announcements of scheduled events when they fall due (SPEC 7.1),
+ *	  with a2 preloaded: a launcher background worker and one scheduler
+ *	  worker per database that has scheduled work.
+ *
+ *	  Offers: a2_scheduler_init() from _PG_init, and a2_sched_note_due(),
+ *	  which an operation calls when it writes a not_before in the future.
+ *
+ *	  Lock order: the scheduler's one LWLock is taken alone, for a few
+ *	  instructions, never while holding another a2 lock or waiting.
+ *
+ * IDENTIFICATION
+ *	  src/scheduler.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef A2_SCHEDULER_H
+#define A2_SCHEDULER_H
+
+#include "postgres.h"
+
+/* Register the launcher and the shared memory (when preloading). */
+extern void a2_scheduler_init(void);
+
+/*
+ * The current transaction writes an event that falls due at due_ms (epoch
+ * milliseconds).  When that is later than the wall clock and a2 is
+ * preloaded, this database's scheduler is woken when the transaction
+ * commits (started first if none runs).  Costs nothing otherwise.
+ */
+extern void a2_sched_note_due(int64 due_ms);
+
+#endif							/* A2_SCHEDULER_H */

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+#
+# 05-docs.sh: docs/ agrees with the code (test/docs/check.py).
+#
+#  - functions: every function of the extension (pg_proc, through
+#    pg_depend) has a signature block in docs/functions.md equal to what
+#    PostgreSQL has (argument names, types, defaults, result), and no block
+#    names a function that does not exist;
+#  - errors: the table "SQLSTATEs a2 raises" in docs/errors.md lists exactly
+#    the SQLSTATEs of every errcode() in src/ and every ERRCODE in
+#    sql/a2--*.sql;
+#  - snippets: every code block of docs/clients.md is marked with the
+#    program it comes from and is a verbatim excerpt of it (the programs
+#    are what test/suites/86-cookbook.sh runs);
+#  - links: relative links and #anchors in README.md and docs/*.md resolve;
+#  - nothing names a place outside the repository as the contract.
+#
+# Uses a fresh database a2_docs on the test cluster (PGHOST/PGPORT from
+# scripts/test.sh) and /usr/bin/python3.  Takes a second.
+
+set -euo pipefail
+
+A2_ROOT=${A2_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)}
+# shellcheck source=scripts/lib.sh
+. "$A2_ROOT/scripts/lib.sh"
+a2_find_pg_config
+cd "$A2_ROOT"
+
+db=a2_docs
+work=$(mktemp -d /tmp/a2-docs.XXXXXX)
+trap 'rm -rf -- "$work"' EXIT
+
+dropdb --if-exists --force "$db"
+createdb "$db"
+psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c 'CREATE EXTENSION a2'
+psql -X -At -v ON_ERROR_STOP=1 -d "$db" >"$work/procs" <<'SQL'
+SELECT p.proname, pg_catalog.pg_get_function_arguments(p.oid), pg_catalog.pg_get_function_result(p.oid)
+  FROM pg_catalog.pg_proc p
+  JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+  JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'a2'
+ ORDER BY 1, 2;
+SQL
+dropdb --if-exists --force "$db"
+
+rc=0
+check=(/usr/bin/python3 test/docs/check.py)
+"${check[@]}" functions docs/functions.md "$work/procs" || rc=1
+"${check[@]}" errors docs/errors.md "$("$PG_CONFIG" --includedir-server)/utils/errcodes.h" || rc=1
+"${check[@]}" snippets docs/clients.md || rc=1
+"${check[@]}" links README.md docs/*.md clients/node/README.md examples/clients/README.md || rc=1
+
+# The contract lives in this repository.
+if grep -n -E 'SPEC\.md|shared folder' README.md docs/*.md; then
+	a2_warn "docs: README.md or docs/ points outside the repository for the contract"
+	rc=1
+fi
+
+if [[ $rc -ne 0 ]]; then
+	a2_die "docs: docs/ disagrees with the code (see DOCS: lines above)"
+fi
+a2_log "docs: passed"
