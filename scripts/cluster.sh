@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 #
-# A throwaway PostgreSQL 15 cluster for development and tests.
+# A throwaway PostgreSQL cluster for development and tests, of the major
+# that PG_CONFIG names (scripts/lib.sh: 15 on the host by default).
 #
 #   scripts/cluster.sh start    initdb if needed, start, wait until ready
 #   scripts/cluster.sh stop     fast shutdown; succeeds if it is not running
@@ -255,8 +256,8 @@ do_start() {
 	fi
 	local version
 	version=$(cat "$A2_PGDATA/PG_VERSION" 2>/dev/null || true)
-	[[ $version == 15 ]] ||
-		a2_die "$A2_PGDATA holds a PostgreSQL '${version:-?}' cluster, not 15; run: scripts/cluster.sh destroy"
+	[[ $version == "$A2_PG_MAJOR" ]] ||
+		a2_die "$A2_PGDATA holds a PostgreSQL '${version:-?}' cluster, not $A2_PG_MAJOR; run: scripts/cluster.sh destroy"
 
 	local want changed=0
 	want=$(settings)

@@ -23,6 +23,7 @@ packages=(
 	pgbouncer
 	python3-psycopg
 	gdb
+	debootstrap
 )
 if [[ -n ${A2_EXTRA_PACKAGES:-} ]]; then
 	read -r -a extra <<<"$A2_EXTRA_PACKAGES"

@@ -5,11 +5,13 @@
 #   # shellcheck source=scripts/lib.sh
 #   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #
-# After sourcing: A2_ROOT is the repository root (absolute), PG_CONFIG is the
-# pg_config of PostgreSQL 15 (exported, so make and child scripts use the
-# same one) and PGBIN is its bindir, which is put first on PATH so psql,
-# createdb, pg_ctl, ... are the version-15 binaries rather than Debian's
-# pg_wrapper.
+# After sourcing: A2_ROOT is the repository root (absolute).  After
+# a2_find_pg_config: PG_CONFIG is the pg_config of the PostgreSQL to build
+# and test against (15 on the host unless PG_CONFIG names another supported
+# major; exported, so make and child scripts use the same one), A2_PG_MAJOR
+# its major version, and PGBIN its bindir, which is put first on PATH so
+# psql, createdb, pg_ctl, ... are that version's binaries rather than
+# Debian's pg_wrapper.
 
 A2_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 export A2_ROOT
@@ -65,9 +67,14 @@ as_postgres() {
 	fi
 }
 
-# Locate pg_config for PostgreSQL 15.  Honours $PG_CONFIG; otherwise prefers
-# the version-specific binary, because Debian's /usr/bin/pg_config follows
-# whichever server-dev package is newest.  Sets PG_CONFIG and PGBIN.
+# The PostgreSQL majors a2 supports (README "Supported PostgreSQL versions";
+# the Makefile and src/pg_compat.h refuse the others).
+A2_PG_MAJORS="15 16 17 18"
+
+# Locate pg_config.  Honours $PG_CONFIG (any supported major); otherwise
+# prefers PostgreSQL 15's version-specific binary, because Debian's
+# /usr/bin/pg_config follows whichever server-dev package is newest.  Sets
+# PG_CONFIG, A2_PG_MAJOR and PGBIN.
 a2_find_pg_config() {
 	if [[ -z ${PG_CONFIG:-} ]]; then
 		if [[ -x /usr/lib/postgresql/15/bin/pg_config ]]; then
@@ -78,15 +85,17 @@ a2_find_pg_config() {
 			a2_die "pg_config not found; run scripts/deps.sh first"
 		fi
 	fi
-	local version
+	local version major
 	version=$("$PG_CONFIG" --version) ||
 		a2_die "$PG_CONFIG --version failed"
-	case $version in
-	"PostgreSQL 15."*) ;;
-	*) a2_die "$PG_CONFIG is '$version', a2 needs PostgreSQL 15 (set PG_CONFIG)" ;;
+	major=$(sed -n 's/^PostgreSQL \([0-9][0-9]*\).*/\1/p' <<<"$version")
+	case " $A2_PG_MAJORS " in
+	*" ${major:-none} "*) ;;
+	*) a2_die "$PG_CONFIG is '$version'; a2 supports PostgreSQL ${A2_PG_MAJORS// /, } (set PG_CONFIG)" ;;
 	esac
+	A2_PG_MAJOR=$major
 	PGBIN=$("$PG_CONFIG" --bindir)
-	export PG_CONFIG PGBIN
+	export PG_CONFIG PGBIN A2_PG_MAJOR
 	case $PATH in
 	"$PGBIN:"*) ;;
 	*) PATH="$PGBIN:$PATH" ;;

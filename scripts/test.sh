@@ -2,6 +2,8 @@
 #
 # The README's second command: the whole test suite.
 #
+#   scripts/test.sh [--layers "LAYER ..."] [--no-deps] [--results FILE]
+#
 #   deps -> build (-Werror) -> throwaway cluster -> layers -> summary
 #
 # Layers, each run even when an earlier one failed:
@@ -11,13 +13,25 @@
 #                      test/pgtap/fresh/*.sql in its own new database
 #   suite:NAME         every executable test/suites/*.sh, in name order
 #   static             scripts/static.sh (cppcheck, clang-tidy)
-# The last line printed is "N passed, M failed"; the exit status is 1 when
-# M > 0.  A layer with nothing to run is reported as skipped, not counted.
+#   pg17, pg18         the CI matrix (scripts/matrix.sh): a Debian root with
+#                      that PostgreSQL, where this script runs the build,
+#                      regress+isolation, pgtap and suite:15-notifier, then
+#                      the cross-version check (pg_upgrade 15->17, dump
+#                      15->18); each of its steps is a layer "pgNN STEP"
+# Every layer is named after the server major it ran against ("pg15
+# regress+isolation") and reports its time.  The last line printed is
+# "N passed, M failed"; the exit status is 1 when M > 0.  A layer with
+# nothing to run is reported as skipped, not counted.
+#
+# Options: --layers runs only the layers named (space- or comma-separated;
+# deps and build always run); --no-deps skips scripts/deps.sh (the matrix
+# roots install their packages themselves); --results appends one line
+# "PASS|FAIL<TAB>layer<TAB>seconds" per layer to FILE.
 #
 # A suite runs from the repository root with stdin from /dev/null and gets
 # A2_ROOT (the root), PGHOST/PGPORT/PGUSER/PGDATABASE (the cluster),
 # A2_PGDATA/A2_PGPORT/A2_PGLOG (for scripts/cluster.sh, e.g. to kill and
-# restart it), PG_CONFIG, and PATH with the PostgreSQL 15 bindir first.  A
+# restart it), PG_CONFIG, and PATH with the server's bindir first.  A
 # second cluster: A2_PGDATA=/tmp/other/data A2_PGPORT=54330 scripts/cluster.sh.
 # It passes by exiting 0.  A non-executable *.sh there is a helper, not run.
 #
@@ -25,11 +39,33 @@
 #   A2_LAYER_TIMEOUT  seconds one layer may take (default 1800; 0 = none)
 #   A2_KEEP_CLUSTER   1 = leave the cluster running at the end
 #   A2_PGDATA, A2_PGPORT  see scripts/cluster.sh
+#   A2_ROOTS_DIR, A2_APT_MIRROR, A2_MATRIX_PGPORT  see scripts/matrix.sh
 
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+only=
+no_deps=0
+results_file=
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--layers) [[ $# -ge 2 ]] || a2_die "test: --layers needs a list"; only=$2; shift 2 ;;
+	--layers=*) only=${1#*=}; shift ;;
+	--no-deps) no_deps=1; shift ;;
+	--results) [[ $# -ge 2 ]] || a2_die "test: --results needs a file"; results_file=$2; shift 2 ;;
+	--results=*) results_file=${1#*=}; shift ;;
+	-h | --help) awk 'NR >= 3 && !/^#/ { exit } NR >= 3 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit 0 ;;
+	*) a2_die "test: unknown argument '$1' (see --help)" ;;
+	esac
+done
+[[ -z $only ]] || only=" ${only//,/ } "
+
+# Is layer $1 to run?  All of them unless --layers named some.
+wanted() {
+	[[ -z $only || $only == *" $1 "* ]]
+}
 
 cd "$A2_ROOT"
 
@@ -43,19 +79,44 @@ failed=0
 cluster_started=0
 cluster_ok=0
 child=
+# "pgNN " once the server major is known: every layer is named after it
+prefix=
+layer_t0=$SECONDS
+# 1 while recording the matrix's steps, whose banners it printed itself
+forwarding=0
 
+duration() { # 75 -> 1m15s
+	if (($1 >= 60)); then
+		printf '%dm%02ds' $(($1 / 60)) $(($1 % 60))
+	else
+		printf '%ds' "$1"
+	fi
+}
+
+# record OUTCOME LAYER [SECONDS]: SECONDS defaults to the time since begin.
 record() {
-	local outcome=$1 layer=$2
-	results+=("$(printf '%-5s %s' "$outcome" "$layer")")
+	local outcome=$1 layer=$2 secs=${3:-$((SECONDS - layer_t0))}
+	results+=("$(printf '%-5s %s (%s)' "$outcome" "$prefix$layer" "$(duration "$secs")")")
 	case $outcome in
 	PASS) passed=$((passed + 1)) ;;
 	FAIL) failed=$((failed + 1)) ;;
 	esac
-	printf '\n=== %s: %s ===\n\n' "$outcome" "$layer"
+	if [[ -n $results_file ]]; then
+		printf '%s\t%s\t%s\n' "$outcome" "$layer" "$secs" >>"$results_file"
+	fi
+	if [[ $forwarding -eq 0 ]]; then
+		printf '\n=== %s: %s (%s) ===\n\n' "$outcome" "$prefix$layer" "$(duration "$secs")"
+	fi
 }
 
 banner() {
 	printf '\n=== %s ===\n\n' "$*"
+}
+
+# A layer starts: its banner, and its clock.
+begin() {
+	layer_t0=$SECONDS
+	banner "$prefix$*"
 }
 
 summary() {
@@ -143,32 +204,49 @@ fatal() {
 
 # --- setup: failures here leave nothing worth testing ------------------------
 
-banner "deps"
-bash scripts/deps.sh </dev/null || fatal deps
+if [[ $no_deps -eq 0 ]]; then
+	begin "deps"
+	bash scripts/deps.sh </dev/null || fatal deps
+fi
 a2_find_pg_config
+prefix="pg$A2_PG_MAJOR "
 
-banner "build"
+begin "build"
 bash scripts/build.sh </dev/null || fatal build
+record PASS build
 
 # --- layers ------------------------------------------------------------------
 
-banner "version-check"
-if run make --no-print-directory PG_CONFIG="$PG_CONFIG" version-check; then
-	record PASS version-check
-else
-	record FAIL version-check
+if wanted version-check; then
+	begin "version-check"
+	if run make --no-print-directory PG_CONFIG="$PG_CONFIG" version-check; then
+		record PASS version-check
+	else
+		record FAIL version-check
+	fi
 fi
 
-banner "cluster"
-if bash scripts/cluster.sh start </dev/null; then
-	cluster_started=1
-	cluster_ok=1
-	eval "$(bash scripts/cluster.sh env)"
-else
-	# Without a server the database layers cannot run; count them as one
-	# failure and still run the static checks.
-	cluster_started=1 # a half-started server must still be stopped
-	record FAIL "cluster start (database layers not run)"
+# The layers that need a server.
+need_cluster=0
+for layer in regress+isolation pgtap; do
+	wanted "$layer" && need_cluster=1
+done
+if [[ -z $only || $only == *" suite:"* ]]; then
+	need_cluster=1
+fi
+
+if [[ $need_cluster -eq 1 ]]; then
+	begin "cluster"
+	if bash scripts/cluster.sh start </dev/null; then
+		cluster_started=1
+		cluster_ok=1
+		eval "$(bash scripts/cluster.sh env)"
+	else
+		# Without a server the database layers cannot run; count them as
+		# one failure and still run the static checks.
+		cluster_started=1 # a half-started server must still be stopped
+		record FAIL "cluster start (database layers not run)"
+	fi
 fi
 
 # Make a fresh database NAME with pgtap and a2 installed.
@@ -224,24 +302,28 @@ layer_pgtap() {
 }
 
 if [[ $cluster_ok -eq 1 ]]; then
-	banner "regress+isolation"
-	if layer_installcheck; then
-		record PASS regress+isolation
-	else
-		record FAIL regress+isolation
+	if wanted regress+isolation; then
+		begin "regress+isolation"
+		if layer_installcheck; then
+			record PASS regress+isolation
+		else
+			record FAIL regress+isolation
+		fi
 	fi
 
-	banner "pgtap"
-	rc=0
-	layer_pgtap || rc=$?
-	case $rc in
-	0) record PASS pgtap ;;
-	2)
-		a2_log "test: no pgTAP files in test/pgtap/ yet; skipping"
-		results+=("SKIP  pgtap (no test/pgtap/*.sql)")
-		;;
-	*) record FAIL pgtap ;;
-	esac
+	if wanted pgtap; then
+		begin "pgtap"
+		rc=0
+		layer_pgtap || rc=$?
+		case $rc in
+		0) record PASS pgtap ;;
+		2)
+			a2_log "test: no pgTAP files in test/pgtap/ yet; skipping"
+			results+=("SKIP  ${prefix}pgtap (no test/pgtap/*.sql)")
+			;;
+		*) record FAIL pgtap ;;
+		esac
+	fi
 
 	# Extra suites: executable test/suites/*.sh, byte-wise name order.  A
 	# non-executable *.sh is taken for a helper that suites source.
@@ -252,11 +334,12 @@ if [[ $cluster_ok -eq 1 ]]; then
 	fi
 	for suite in "${suites[@]}"; do
 		name=$(basename "$suite" .sh)
+		wanted "suite:$name" || continue
 		if [[ ! -x $suite ]]; then
 			a2_warn "test: $suite is not executable; not run (chmod +x it if it is a suite)"
 			continue
 		fi
-		banner "suite: $name"
+		begin "suite: $name"
 		if run env A2_ROOT="$A2_ROOT" "$A2_ROOT/$suite"; then
 			record PASS "suite:$name"
 		else
@@ -265,11 +348,39 @@ if [[ $cluster_ok -eq 1 ]]; then
 	done
 fi
 
-banner "static"
-if run bash scripts/static.sh; then
-	record PASS static
-else
-	record FAIL static
+if wanted static; then
+	begin "static"
+	if run bash scripts/static.sh; then
+		record PASS static
+	else
+		record FAIL static
+	fi
 fi
+
+# The CI matrix: each version's steps become layers "pgNN STEP".  Only from
+# the host's PostgreSQL 15 run (the matrix copies it into the roots).
+for version in 17 18; do
+	if [[ $A2_PG_MAJOR != 15 ]] || ! wanted "pg$version"; then
+		continue
+	fi
+	begin "pg$version: scripts/matrix.sh $version"
+	steps=$(mktemp)
+	rc=0
+	run bash scripts/matrix.sh "$version" "$steps" || rc=$?
+	saved_prefix=$prefix
+	prefix="pg$version "
+	forwarding=1
+	while IFS=$'\t' read -r outcome step secs; do
+		[[ -n $step ]] && record "$outcome" "$step" "$secs"
+	done <"$steps"
+	forwarding=0
+	if [[ $rc -ne 0 ]] && ! grep -q '^FAIL' "$steps"; then
+		record FAIL "scripts/matrix.sh exited $rc"
+	elif [[ ! -s $steps ]]; then
+		record FAIL "scripts/matrix.sh recorded nothing"
+	fi
+	prefix=$saved_prefix
+	rm -f -- "$steps"
+done
 
 finish

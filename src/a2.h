@@ -14,6 +14,9 @@
 
 #include "postgres.h"
 
+/* the supported majors (it refuses the others) and their differences */
+#include "pg_compat.h"
+
 /* SQLSTATEs of SPEC section 5 (the standard ones come from errcodes.h) */
 #define ERRCODE_A2_PARTIAL_DUPLICATE_BATCH	MAKE_SQLSTATE('Z','2','0','0','1')
 #define ERRCODE_A2_SUPERSEDED_ATTEMPT		MAKE_SQLSTATE('Z','2','0','0','2')

@@ -31,6 +31,7 @@
 
 #include "a2.h"
 #include "clock.h"
+#include "pg_compat.h"
 
 /* Milliseconds from 1970-01-01 to 2000-01-01 (the PostgreSQL epoch) */
 #define A2_PG_EPOCH_MS	INT64CONST(946684800000)
@@ -70,7 +71,7 @@ parse_timestamptz(const char *str, TimestampTz *result)
 	if (ParseDateTime(str, workbuf, sizeof(workbuf),
 					  field, ftype, MAXDATEFIELDS, &nf) != 0)
 		return false;
-	if (DecodeDateTime(field, ftype, nf, &dtype, tm, &fsec, &tz) != 0)
+	if (a2_decode_datetime(field, ftype, nf, &dtype, tm, &fsec, &tz) != 0)
 		return false;
 
 	switch (dtype)
@@ -104,7 +105,7 @@ check_a2_now(char **newval, void **extra, GucSource source)
 		GUC_check_errdetail("a2.now must be empty or a finite timestamptz literal.");
 		return false;
 	}
-	parsed = (TimestampTz *) malloc(sizeof(TimestampTz));
+	parsed = (TimestampTz *) a2_guc_extra_alloc(sizeof(TimestampTz));
 	if (parsed == NULL)
 		return false;
 	*parsed = ts;

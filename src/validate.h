@@ -18,6 +18,7 @@
 #include "utils/jsonb.h"
 
 #include "json_out.h"			/* a2_json_field, a2_json_int64 */
+#include "pg_compat.h"			/* pg_noreturn */
 
 /* One element of an append or complete batch, validated and normalized. */
 typedef struct A2EventInput
@@ -50,8 +51,8 @@ extern Jsonb *a2_array_arg(FunctionCallInfo fcinfo, int argno, const char *name,
 						   int *count);
 
 /* Report a malformed argument: 22023 with a detail naming the JSON path. */
-extern void a2_invalid(const char *argname, const char *session_id,
-					   const char *fmt,...) pg_attribute_printf(3, 4) pg_attribute_noreturn();
+pg_noreturn extern void a2_invalid(const char *argname, const char *session_id,
+								   const char *fmt,...) pg_attribute_printf(3, 4);
 
 /*
  * Refuse (22023) any key of a JSON object not in `accepted`, a
