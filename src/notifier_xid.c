@@ -39,16 +39,7 @@
 #include "utils/snapmgr.h"
 
 #include "notifier.h"
-
-/*
- * PG_COMPAT (move to src/pg_compat.h): the shared transaction-id counters
- * are ShmemVariableCache up to PostgreSQL 16 and TransamVariables from 17.
- */
-#if PG_VERSION_NUM >= 170000
-#define A2_TRANSAM TransamVariables
-#else
-#define A2_TRANSAM ShmemVariableCache
-#endif
+#include "pg_compat.h"
 
 /*
  * Is fxid older than anything clog can still tell about?  Caller holds
@@ -64,7 +55,7 @@ clog_forgot(FullTransactionId fxid, FullTransactionId next)
 	if (age > (uint64) (MaxTransactionId >> 1))
 		return true;
 	return TransactionIdPrecedes(XidFromFullTransactionId(fxid),
-								 A2_TRANSAM->oldestClogXid);
+								 a2_transam->oldestClogXid);
 }
 
 /*

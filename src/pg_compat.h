@@ -23,6 +23,7 @@
 
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "utils/datetime.h"
 #include "utils/guc.h"
 
@@ -62,6 +63,16 @@ a2_guc_extra_alloc(size_t size)
 	return malloc(size);
 #endif
 }
+
+/*
+ * The shared transaction-id counters (oldestClogXid and the like): 17
+ * renamed ShmemVariableCache to TransamVariables.
+ */
+#if PG_VERSION_NUM >= 170000
+#define a2_transam TransamVariables
+#else
+#define a2_transam ShmemVariableCache
+#endif
 
 /*
  * 18 replaced the attribute pg_attribute_noreturn(), written after a
