@@ -243,8 +243,11 @@ GRANT EXECUTE ON FUNCTION a2_metrics() TO pg_monitor;
 --   a2_events_lane_pending: only events with a lane.  Every query that
 --     reads it compares lane with =, which is strict, so the planner
 --     proves lane IS NOT NULL from the query itself.
---   a2_events_claim_expiry: only leased events.  Its one reader (the
---     retryAt of a busy a2_claim) asks for claim_expires_at > now.
+--   a2_events_claim_expiry: only leased events.  No a2 statement reads
+--     it any more (a busy a2_claim's retryAt also looks at not_before, so
+--     it scans a2_events_dispatch_ready); it is kept, with the name the
+--     TypeScript store's schema gives it, for queries that ask for
+--     claim_expires_at > now, which a NULL never satisfies.
 -- Rebuilding them reads all of a2_events once, under a lock that makes
 -- writers wait (seconds per million events).
 DROP INDEX a2_events_lane_pending;
