@@ -16,8 +16,8 @@
 #                      version's pg_config: its build and the layers
 #                      regress+isolation, pgtap and suite:15-notifier (the
 #                      servers run as the root's postgres user)
-#   pg_upgrade 15->17  (17) test/matrix/cross-version.sh upgrade
-#   dump 15->18        (18) test/matrix/cross-version.sh dump
+#   pg_upgrade 15->17  (17) test/versions/cross-version.sh upgrade
+#   dump 15->18        (18) test/versions/cross-version.sh dump
 #
 # Roots are cached in A2_ROOTS_DIR (default /var/cache/a2-roots), one per
 # version, and rebuilt when the stamp (suite, mirror, package list, recipe)
@@ -393,7 +393,7 @@ if grep -q "^FAIL	build	" "$steps_file" || [[ ! -s $steps_file ]]; then
 elif in_root "$root" "${env_args[@]}" A2_ROOT=/a2 \
 	LD_LIBRARY_PATH=/opt/a2-pg15/hostlib A2_OLD_BINDIR=/opt/a2-pg15/lib/postgresql/15/bin \
 	A2_OLD_PGPORT=$((port + 2)) A2_NEW_PGPORT=$((port + 3)) \
-	bash /a2/test/matrix/cross-version.sh "${cross[0]}"; then
+	bash /a2/test/versions/cross-version.sh "${cross[0]}"; then
 	result PASS "${cross[1]}" $((SECONDS - t0))
 else
 	result FAIL "${cross[1]}" $((SECONDS - t0))

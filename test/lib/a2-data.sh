@@ -3,7 +3,7 @@
 # test/lib/a2-data.sh: a database full of a2 state, its fingerprint, and
 # the protocol run on it afterwards.  Sourced (not run) by the suites that
 # move a2 data somewhere and check that it arrived: 50-dump-restore.sh
-# (pg_dump/pg_restore) and test/matrix/cross-version.sh (pg_upgrade and
+# (pg_dump/pg_restore) and test/versions/cross-version.sh (pg_upgrade and
 # dump/restore across server versions).  Uses psql from PATH and the PG*
 # connection settings of the caller.
 #

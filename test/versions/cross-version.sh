@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #
-# test/matrix/cross-version.sh upgrade|dump: a2 data carried from a
+# test/versions/cross-version.sh upgrade|dump: a2 data carried from a
 # PostgreSQL 15 cluster to a server of the version PG_CONFIG names.
 #
 #   upgrade  pg_upgrade (the new version's) of a stopped 15 cluster into a
