@@ -34,16 +34,12 @@
 #include "distributed.h"
 #include "notify.h"
 #include "scheduler.h"
+#include "session.h"
 #include "spi_plans.h"
 #include "uuid7.h"
 
 PG_FUNCTION_INFO_V1(a2_append);
 
-static A2Statement session_pending = {
-	.sql = "SELECT EXISTS (SELECT 1 FROM @extschema@.a2_events e"
-	"                WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL)",
-	.nargs = 1, .argtypes = {TEXTOID}
-};
 
 
 /*
@@ -165,15 +161,6 @@ static A2Statement lock_parents = {
 	" ORDER BY e.idx FOR UPDATE",
 	.nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
 };
-
-bool
-a2_session_has_pending(const char *session_id)
-{
-	Datum		values[1] = {CStringGetTextDatum(session_id)};
-
-	a2_exec_latest(&session_pending, values, NULL, SPI_OK_SELECT);
-	return a2_col_bool(0, 1);
-}
 
 uint64
 a2_fetch_events_by_ids(const char *session_id, char **ids, int count)

@@ -26,8 +26,6 @@ extern void a2_insert_events(const char *session_id, A2EventInput *events,
 							 int count, int64 now_ms, A2Json *js,
 							 bool *had_pending);
 
-/* Whether the session has an unprocessed event. */
-extern bool a2_session_has_pending(const char *session_id);
 
 /*
  * Stored events with the given ids, in the given order (ids that do not

@@ -37,6 +37,7 @@
 
 #include "append.h"
 #include "distributed.h"
+#include "session.h"
 #include "spi_plans.h"
 
 static A2Statement lock_row = {

@@ -3,7 +3,7 @@
  * notifier.c
  *	  The notifier's shared-memory queue: settings, shared memory, the
  *	  appending side (record, wake), the worker's accessors, and
- *	  a2_notify_status().
+ *	  the columns of a2_notify_status() it knows (notify.c builds the row).
  *
  *	  The queue is a fixed array of a2.notify_queue_size slots.  A slot
  *	  holds one announcement: database, top-level xid, greatest index and
@@ -51,7 +51,6 @@
 
 #include "a2.h"
 #include "notifier.h"
-#include "notify.h"
 
 #define A2_NAME_STRIDE	(A2_MAX_NAME_BYTES + 1)
 #define A2_QUEUE_DEFAULT	4096
@@ -618,56 +617,37 @@ a2_notify_wait(PG_FUNCTION_ARGS)
 	}
 }
 
-/* a2_notify_status() */
-
-PG_FUNCTION_INFO_V1(a2_notify_status);
-
 /*
- * One row: the mode announcements take in this session ('notifier',
- * 'in-transaction', or 'off'), the worker's pid, the queue's size and
- * depth, how many queued entries wait for a transaction that is still
- * running (a prepared one, typically), and the counters since the server
- * started.
+ * Columns 2-10 of a2_notify_status() (notify.c): the worker's pid, the
+ * queue's size and depth, how many queued entries wait for a transaction
+ * that is still running (a prepared one, typically), and the counters since
+ * the server started; all NULL without the shared queue.
  */
-Datum
-a2_notify_status(PG_FUNCTION_ARGS)
+void
+a2_notifier_status_columns(Datum *values, bool *nulls)
 {
-	TupleDesc	tupdesc;
-	Datum		values[10];
-	bool		nulls[10] = {0};
-	HeapTuple	tuple;
+	int			depth;
+	int			waiting;
+	pid_t		pid;
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-
-	values[0] = CStringGetTextDatum(!a2_notify_enabled() ? "off" :
-									shared != NULL ? "notifier" : "in-transaction");
 	if (shared == NULL)
 	{
-		int			i;
-
-		for (i = 1; i < 10; i++)
+		for (int i = 0; i < A2_NOTIFIER_STATUS_COLUMNS; i++)
 			nulls[i] = true;
+		return;
 	}
+	waiting = count_waiting(&depth);
+	pid = shared->worker_pid;
+	if (pid != 0)
+		values[0] = Int32GetDatum(pid);
 	else
-	{
-		int			depth;
-		int			waiting = count_waiting(&depth);
-		pid_t		pid = shared->worker_pid;
-
-		if (pid != 0)
-			values[1] = Int32GetDatum(pid);
-		else
-			nulls[1] = true;
-		values[2] = Int32GetDatum(shared->size);
-		values[3] = Int32GetDatum(depth);
-		values[4] = Int32GetDatum(waiting);
-		values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->recorded));
-		values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->announced));
-		values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->coalesced));
-		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->fallbacks));
-		values[9] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->dropped));
-	}
-	tuple = heap_form_tuple(tupdesc, values, nulls);
-	PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
+		nulls[0] = true;
+	values[1] = Int32GetDatum(shared->size);
+	values[2] = Int32GetDatum(depth);
+	values[3] = Int32GetDatum(waiting);
+	values[4] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->recorded));
+	values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->announced));
+	values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->coalesced));
+	values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->fallbacks));
+	values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&shared->dropped));
 }

@@ -73,6 +73,10 @@ extern void a2_notifier_count_fallback(void);
  */
 extern void a2_notifier_wake(void);
 
+/* Columns 2-10 of a2_notify_status(), filled into values/nulls[0..8]. */
+#define A2_NOTIFIER_STATUS_COLUMNS 9
+extern void a2_notifier_status_columns(Datum *values, bool *nulls);
+
 /* The worker's entry point (bgw_function_name). */
 extern PGDLLEXPORT void a2_notifier_main(Datum main_arg);
 

@@ -34,9 +34,12 @@
 
 #include "access/xact.h"
 #include "commands/async.h"
+#include "fmgr.h"
+#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
@@ -259,4 +262,28 @@ a2_notify_session(const char *session_id, int64 max_index)
 	p->nest_level = level;
 	pending = lappend(pending, p);
 	MemoryContextSwitchTo(old);
+}
+
+/* a2_notify_status() */
+
+PG_FUNCTION_INFO_V1(a2_notify_status);
+
+/*
+ * One row: the mode announcements take in this session ('notifier',
+ * 'in-transaction', or 'off'), then the notifier's queue and counters
+ * (a2_notifier_status_columns(); NULL without the preloaded library).
+ */
+Datum
+a2_notify_status(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[1 + A2_NOTIFIER_STATUS_COLUMNS];
+	bool		nulls[1 + A2_NOTIFIER_STATUS_COLUMNS] = {0};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = CStringGetTextDatum(!a2_notify_enabled() ? "off" :
+									a2_notifier_available() ? "notifier" : "in-transaction");
+	a2_notifier_status_columns(values + 1, nulls + 1);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
