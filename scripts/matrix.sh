@@ -88,6 +88,7 @@ packages=(
 	python3-psycopg
 	make
 	gcc
+	gdb
 )
 
 roots=$(realpath -m -- "${A2_ROOTS_DIR:-/var/cache/a2-roots}")
