@@ -401,3 +401,9 @@ elif in_root "$root" "${env_args[@]}" A2_ROOT=/a2 \
 else
 	result FAIL "${cross[1]}" $((SECONDS - t0))
 fi
+
+# The clusters' data (over a gigabyte after pgtap's cost tests) need not
+# stay in the cache; the servers are stopped by now, and the EXIT trap ends
+# any that are not.
+kill_in_root "$root"
+rm -rf --one-file-system -- "$root"/tmp/a2-*
