@@ -15,7 +15,8 @@
 #   static             scripts/static.sh (cppcheck, clang-tidy)
 #   pg17, pg18         the CI matrix (scripts/matrix.sh): a Debian root with
 #                      that PostgreSQL, where this script runs the build,
-#                      regress+isolation, pgtap and suite:15-notifier, then
+#                      regress+isolation, pgtap, suite:15-notifier and
+#                      suite:16-notifier-xids, then
 #                      the cross-version check (pg_upgrade 15->17, dump
 #                      15->18); each of its steps is a layer "pgNN STEP"
 # Every layer is named after the server major it ran against ("pg15
