@@ -175,6 +175,12 @@ timestamptz_to_ms(TimestampTz ts)
 }
 
 int64
+a2_wall_clock_ms(void)
+{
+	return timestamptz_to_ms(GetCurrentTimestamp());
+}
+
+int64
 a2_clock_now_ms(void)
 {
 	a2_clock_check_override();

@@ -24,6 +24,9 @@ extern void a2_clock_define_guc(void);
  */
 extern void a2_clock_check_override(void);
 
+/* The server's wall clock, in epoch milliseconds (a2.now does not apply). */
+extern int64 a2_wall_clock_ms(void);
+
 /* One reading of the store clock, in epoch milliseconds. */
 extern int64 a2_clock_now_ms(void);
 

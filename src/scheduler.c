@@ -82,6 +82,7 @@
 #include "utils/wait_event.h"
 
 #include "a2.h"
+#include "clock.h"
 #include "notify.h"
 #include "scheduler.h"
 #include "spi_plans.h"
@@ -99,9 +100,6 @@
  * waits for it (it waits 5 s for other sessions to leave, then fails).
  */
 #define A2_SCHED_MAX_SLEEP_MS	1000L
-
-/* Milliseconds from 1970-01-01 to 2000-01-01 (the PostgreSQL epoch) */
-#define A2_PG_EPOCH_MS	INT64CONST(946684800000)
 
 typedef struct A2SchedDb
 {
@@ -134,12 +132,6 @@ static A2SchedDb *inflight_slot = NULL;
 
 PGDLLEXPORT void a2_sched_launcher_main(Datum arg);
 PGDLLEXPORT void a2_scheduler_main(Datum arg);
-
-static int64
-wall_clock_ms(void)
-{
-	return GetCurrentTimestamp() / 1000 + A2_PG_EPOCH_MS;
-}
 
 /* --- shared memory -------------------------------------------------- */
 
@@ -254,7 +246,7 @@ a2_sched_note_due(int64 due_ms)
 {
 	if (sched == NULL || !a2_notify_enabled())
 		return;
-	if (due_ms > wall_clock_ms())
+	if (due_ms > a2_wall_clock_ms())
 		due_pending = true;
 }
 
@@ -458,7 +450,7 @@ scheduler_pass(int64 *through)
 {
 	PassResult	res = {false, false, false, false, -1};
 	LOCKTAG		dbtag;
-	int64		now = wall_clock_ms();
+	int64		now = a2_wall_clock_ms();
 	Datum		args[2];
 	uint64		n;
 	StringInfoData payload;
@@ -536,6 +528,7 @@ a2_scheduler_main(Datum arg)
 {
 	Oid			dboid = DatumGetObjectId(arg);
 	int64		through = PG_INT64_MIN; /* a (re)start announces what is due */
+	A2SchedDb  *slot;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -543,11 +536,11 @@ a2_scheduler_main(Datum arg)
 	pgstat_report_appname("a2 scheduler");
 
 	LWLockAcquire(sched->lock, LW_EXCLUSIVE);
-	if (my_slot() != NULL)
+	if ((slot = my_slot()) != NULL)
 	{
-		my_slot()->registered = true;
-		my_slot()->pid = MyProcPid;
-		my_slot()->latch = MyLatch;
+		slot->registered = true;
+		slot->pid = MyProcPid;
+		slot->latch = MyLatch;
 	}
 	LWLockRelease(sched->lock);
 
@@ -555,7 +548,6 @@ a2_scheduler_main(Datum arg)
 	{
 		PassResult	res;
 		long		timeout;
-		A2SchedDb  *slot;
 
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
@@ -610,7 +602,7 @@ a2_scheduler_main(Datum arg)
 		}
 
 		timeout = res.next_due < 0 ? A2_SCHED_PREPARED_MS :
-			(long) Max(res.next_due - wall_clock_ms(), 0);
+			(long) Max(res.next_due - a2_wall_clock_ms(), 0);
 		if (res.prepared)
 			timeout = Min(timeout, A2_SCHED_PREPARED_MS);
 		timeout = Min(timeout, A2_SCHED_MAX_SLEEP_MS);
