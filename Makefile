@@ -6,8 +6,6 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).co
 MODULE_big = a2
 # one object per C file in src/
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-# PGXS tracks no header dependencies: rebuild every object when one changes
-$(OBJS): $(wildcard src/*.h)
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
@@ -37,6 +35,10 @@ endif
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS tracks no header dependencies: rebuild every object when one changes
+# (after the include, so that PGXS's "all" stays the default goal)
+$(OBJS): $(wildcard src/*.h)
 
 .PHONY: version-check
 version-check:

@@ -31,7 +31,10 @@
 #define A2_MAX_NAME_BYTES	1024	/* ids, session ids, lanes, holders, ... */
 #define A2_MAX_LIST_ITEMS	10000	/* elements of any batch or list */
 
-/* Take the per-session transaction advisory lock (hashtext key). */
+/*
+ * Take the session lock (layer.h: a transaction advisory lock on one node,
+ * a row lock in distributed mode), held to the end of the transaction.
+ */
 extern void a2_lock_session(const char *session_id);
 
 /* The same lock without waiting; false when another transaction holds it. */

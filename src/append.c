@@ -31,7 +31,7 @@
 #include "a2.h"
 #include "append.h"
 #include "clock.h"
-#include "distributed.h"
+#include "layer.h"
 #include "notify.h"
 #include "scheduler.h"
 #include "session.h"
@@ -39,91 +39,6 @@
 #include "uuid7.h"
 
 PG_FUNCTION_INFO_V1(a2_append);
-
-
-
-/*
- * One statement: read the session's greatest index (and, when $10 asks,
- * whether it has an unprocessed event), then insert the batch after it.  An
- * event with a lane is lane-ready when no unprocessed event of that lane
- * exists already and no earlier unsettled event of the batch has it ($8,
- * computed in C).  Without rows, the base is a dropped session's high-water
- * mark (A2_RETIRED_MARK_TOKEN, src/retire.c; COALESCE stops at its first
- * non-null argument), so indexes continue after a drop and are never
- * reused.  The subqueries see the statement's snapshot, i.e. the
- * log before the insert.  Two variants: supplied ids go through ON CONFLICT
- * so a concurrent append of the same id becomes Z2001; a batch whose ids
- * were all generated here (random UUIDs) skips the speculative insertion.
- */
-#define INSERT_BATCH_SQL(on_conflict) \
-	"WITH st AS MATERIALIZED (" \
-	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e" \
-	"                    WHERE e.session_id OPERATOR(pg_catalog.=) $1 ORDER BY e.idx DESC LIMIT 1)," \
-	"                  " A2_RETIRED_MARK_TOKEN ", 0) AS base," \
-	"         CASE WHEN $10 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events e" \
-	"                  WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL) END AS pending" \
-	"), ins AS (" \
-	"  INSERT INTO @extschema@.a2_events" \
-	"    (session_id, idx, event_type, payload, event_id, created_at," \
-	"     cause, lane, lane_ready, processed_at" A2_NB(", not_before", "") ")" \
-	"  SELECT $1, st.base OPERATOR(pg_catalog.+) i.ord, i.event_type, i.payload, i.event_id, $2," \
-	"         i.cause, i.lane," \
-	"         i.lane IS NULL OR (NOT i.batch_blocked AND NOT EXISTS (" \
-	"           SELECT 1 FROM @extschema@.a2_events p" \
-	"            WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) i.lane AND p.processed_at IS NULL))," \
-	"         CASE WHEN i.settled THEN $2 END" A2_NB(", i.not_before", "") \
-	"    FROM st, ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)," \
-	"                        pg_catalog.unnest($7), pg_catalog.unnest($8), pg_catalog.unnest($9)," \
-	"                        pg_catalog.unnest($11)) WITH ORDINALITY" \
-	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, not_before, ord)" \
-	on_conflict \
-	"  RETURNING 1" \
-	") SELECT st.base, st.pending, (SELECT pg_catalog.count(*) FROM ins) FROM st"
-
-#define INSERT_BATCH_ARGS \
-	.nargs = 11, .argtypes = {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
-	JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID, BOOLOID, INT8ARRAYOID}
-
-static A2Statement insert_batch = {
-	.sql = INSERT_BATCH_SQL("  ON CONFLICT (event_id) DO NOTHING"), INSERT_BATCH_ARGS
-};
-
-static A2Statement insert_generated = {
-	.sql = INSERT_BATCH_SQL(""), INSERT_BATCH_ARGS
-};
-
-/*
- * The same for a batch of one event with scalar parameters: no function
- * scan, no CTEs, a fifth cheaper to start up.  RETURNING's subquery sees
- * the statement's snapshot, i.e. the log before this row.
- */
-#define INSERT_ONE_SQL(on_conflict) \
-	"INSERT INTO @extschema@.a2_events AS e" \
-	"  (session_id, idx, event_type, payload, event_id, created_at," \
-	"   cause, lane, lane_ready, processed_at" A2_NB(", not_before", "") ")" \
-	" VALUES ($1," \
-	"   COALESCE((SELECT x.idx FROM @extschema@.a2_events x" \
-	"              WHERE x.session_id OPERATOR(pg_catalog.=) $1 ORDER BY x.idx DESC LIMIT 1)," \
-	"            " A2_RETIRED_MARK_TOKEN ", 0) OPERATOR(pg_catalog.+) 1," \
-	"   $3, $4, $5, $2, $6, $7," \
-	"   $7 IS NULL OR NOT EXISTS (SELECT 1 FROM @extschema@.a2_events p" \
-	"              WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) $7 AND p.processed_at IS NULL)," \
-	"   CASE WHEN $8 THEN $2 END" A2_NB(", $10", "") ")" \
-	on_conflict \
-	" RETURNING e.idx, CASE WHEN $9 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events q" \
-	"              WHERE q.session_id OPERATOR(pg_catalog.=) $1 AND q.processed_at IS NULL) END"
-
-#define INSERT_ONE_ARGS \
-	.nargs = 10, .argtypes = {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID, \
-	BOOLOID, BOOLOID, INT8OID}
-
-static A2Statement insert_one = {
-	.sql = INSERT_ONE_SQL(" ON CONFLICT (event_id) DO NOTHING"), INSERT_ONE_ARGS
-};
-
-static A2Statement insert_one_generated = {
-	.sql = INSERT_ONE_SQL(""), INSERT_ONE_ARGS
-};
 
 /*
  * The first batch id stored by someone else (not by the insert just run).
@@ -227,53 +142,6 @@ a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cause)
 	return true;
 }
 
-typedef struct LaneSlot
-{
-	const char *lane;
-	int			pos;
-} LaneSlot;
-
-static int
-cmp_lane_slot(const void *a, const void *b)
-{
-	const LaneSlot *x = a;
-	const LaneSlot *y = b;
-	int			c = strcmp(x->lane, y->lane);
-
-	return c != 0 ? c : x->pos - y->pos;
-}
-
-/*
- * blocked[i]: an earlier unsettled event of the batch has event i's lane.
- * Sorting by (lane, position) keeps this O(n log n) for large batches.
- */
-static void
-batch_blocked_lanes(A2EventInput *events, int count, bool *blocked)
-{
-	LaneSlot   *slots = palloc(sizeof(LaneSlot) * Max(count, 1));
-	int			n = 0;
-
-	for (int i = 0; i < count; i++)
-	{
-		blocked[i] = false;
-		if (events[i].lane)
-		{
-			slots[n].lane = events[i].lane;
-			slots[n].pos = i;
-			n++;
-		}
-	}
-	qsort(slots, n, sizeof(LaneSlot), cmp_lane_slot);
-	for (int k = 0; k < n; k++)
-	{
-		bool		same_lane = k > 0 && strcmp(slots[k - 1].lane, slots[k].lane) == 0;
-
-		/* carry "blocked" along the lane's group, set by unsettled events */
-		blocked[slots[k].pos] = same_lane &&
-			(blocked[slots[k - 1].pos] || !events[slots[k - 1].pos].settled);
-	}
-	pfree(slots);
-}
 
 static void
 put_new_event(A2Json *js, const char *session_id, int64 idx,
@@ -312,93 +180,7 @@ put_new_event(A2Json *js, const char *session_id, int64 idx,
 	a2j_end_object(js);
 }
 
-/* What one insert statement reports. */
-typedef struct InsertOutcome
-{
-	int64		base;			/* greatest index before the batch */
-	bool		pending;		/* the session had an unprocessed event */
-	int64		inserted;		/* rows written (fewer: an id was taken) */
-} InsertOutcome;
 
-static void
-insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
-			  bool need_pending, InsertOutcome *out)
-{
-	Datum		values[10];
-	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-
-	values[0] = session;
-	values[1] = Int64GetDatum(now_ms);
-	values[2] = CStringGetTextDatum(ev->type);
-	values[3] = JsonbPGetDatum(ev->payload);
-	values[4] = CStringGetTextDatum(ev->id);
-	if (ev->cause)
-		values[5] = JsonbPGetDatum(ev->cause);
-	else
-		nulls[5] = 'n';
-	if (ev->lane)
-		values[6] = CStringGetTextDatum(ev->lane);
-	else
-		nulls[6] = 'n';
-	values[7] = BoolGetDatum(ev->settled);
-	values[8] = BoolGetDatum(need_pending);
-	if (ev->has_not_before)
-		values[9] = Int64GetDatum(ev->not_before);
-	else
-		nulls[9] = 'n';
-
-	out->inserted = a2_exec_latest(generated ? &insert_one_generated : &insert_one,
-								   values, nulls, SPI_OK_INSERT_RETURNING);
-	/* nothing of ours was written when the id was taken */
-	out->base = out->inserted ? a2_col_int64(0, 1) - 1 : PG_INT64_MAX;
-	out->pending = out->inserted && a2_col_bool(0, 2);
-}
-
-static void
-insert_batch_rows(Datum session, A2EventInput *events, int count,
-				  int64 now_ms, bool generated, bool need_pending,
-				  InsertOutcome *out)
-{
-	Datum		values[11];
-	char	  **types = palloc(sizeof(char *) * count);
-	char	  **ids = palloc(sizeof(char *) * count);
-	char	  **lanes = palloc(sizeof(char *) * count);
-	Jsonb	  **payloads = palloc(sizeof(Jsonb *) * count);
-	Jsonb	  **causes = palloc(sizeof(Jsonb *) * count);
-	bool	   *blocked = palloc(sizeof(bool) * count);
-	bool	   *settled = palloc(sizeof(bool) * count);
-	int64	   *not_before = palloc(sizeof(int64) * count);
-	bool	   *no_not_before = palloc(sizeof(bool) * count);
-
-	batch_blocked_lanes(events, count, blocked);
-	for (int i = 0; i < count; i++)
-	{
-		types[i] = events[i].type;
-		ids[i] = events[i].id;
-		lanes[i] = events[i].lane;
-		payloads[i] = events[i].payload;
-		causes[i] = events[i].cause;
-		settled[i] = events[i].settled;
-		not_before[i] = events[i].not_before;
-		no_not_before[i] = !events[i].has_not_before;
-	}
-	values[0] = session;
-	values[1] = Int64GetDatum(now_ms);
-	values[2] = a2_text_array(types, count);
-	values[3] = a2_jsonb_array(payloads, count);
-	values[4] = a2_text_array(ids, count);
-	values[5] = a2_jsonb_array(causes, count);
-	values[6] = a2_text_array(lanes, count);
-	values[7] = a2_bool_array(blocked, count);
-	values[8] = a2_bool_array(settled, count);
-	values[9] = BoolGetDatum(need_pending);
-	values[10] = a2_int8_array(not_before, no_not_before, count);
-	a2_exec_latest(generated ? &insert_generated : &insert_batch,
-				   values, NULL, SPI_OK_SELECT);
-	out->base = a2_col_int64(0, 1);
-	out->pending = a2_col_bool(0, 2);
-	out->inserted = a2_col_int64(0, 3);
-}
 
 void
 a2_insert_events(const char *session_id, A2EventInput *events, int count,
@@ -406,7 +188,7 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 {
 	Datum		session = CStringGetTextDatum(session_id);
 	bool		all_generated = true;
-	InsertOutcome out;
+	A2InsertOutcome out;
 	int64		base;
 
 	for (int i = 0; i < count; i++)
@@ -418,22 +200,8 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 		if (events[i].has_not_before)
 			a2_require_not_before();
 	}
-	if (a2_distributed())
-	{
-		bool	   *blocked = palloc(sizeof(bool) * Max(count, 1));
-
-		batch_blocked_lanes(events, count, blocked);
-		out.inserted = a2_dist_insert_events(session_id, events, count, blocked,
-											 now_ms, all_generated,
-											 had_pending != NULL,
-											 &out.base, &out.pending);
-	}
-	else if (count == 1)
-		insert_single(session, &events[0], now_ms, all_generated,
-					  had_pending != NULL, &out);
-	else
-		insert_batch_rows(session, events, count, now_ms, all_generated,
-						  had_pending != NULL, &out);
+	a2_layer()->insert_events(session_id, events, count, now_ms, all_generated,
+							   had_pending != NULL, &out);
 	base = out.base;
 	if (had_pending)
 		*had_pending = out.pending;

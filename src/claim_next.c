@@ -60,57 +60,12 @@
 #include "a2.h"
 #include "claim.h"
 #include "clock.h"
-#include "distributed.h"
 #include "json_out.h"
+#include "layer.h"
 #include "spi_plans.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_claim_next);
-
-/*
- * The predicate and key of a2_events_available: since 0.3.0
- * (sql/a2--0.2.0--0.3.0.sql) the key of a never-claimed or failed event is
- * when it falls due, greatest(not_before, created_at) -- GREATEST skips a
- * NULL not_before -- so scheduled work waits at the index's far end and the
- * walk below, which stops at now, never reads it; on 0.2.0 objects the
- * index of sql/a2--0.1.0--0.2.0.sql.
- */
-#define AVAILABLE_PRED \
-	"e.lane_ready AND e.processed_at IS NULL AND e.failed_at IS NULL"
-#define AVAILABLE_KEY \
-	A2_NB("COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at))", \
-		  "COALESCE(e.claim_expires_at, e.created_at)")
-
-/*
- * The first entry available at $1 after ($2, $3) in (time, session) order.
- * The LIMIT is a constant so that the generic plan is an ordered index
- * scan.
- */
-static A2Statement next_candidate = {
-	.sql = "SELECT e.session_id, " AVAILABLE_KEY
-	"  FROM @extschema@.a2_events e"
-	" WHERE " AVAILABLE_PRED
-	"   AND " AVAILABLE_KEY " OPERATOR(pg_catalog.<=) $1"
-	"   AND (" AVAILABLE_KEY ", e.session_id) OPERATOR(pg_catalog.>) ($2, $3)"
-	" ORDER BY " AVAILABLE_KEY ", e.session_id"
-	" LIMIT 1",
-	.nargs = 3, .argtypes = {INT8OID, INT8OID, TEXTOID}
-};
-
-/*
- * The next moment after $1 at which work becomes available: the first
- * entry past now.  No other condition, so that only a2_events_available
- * can answer it (a filter on claim_expires_at would let the planner scan
- * every live lease through a2_events_claim_expiry and sort them).
- */
-static A2Statement next_available = {
-	.sql = "SELECT " AVAILABLE_KEY " FROM @extschema@.a2_events e"
-	" WHERE " AVAILABLE_PRED
-	"   AND " AVAILABLE_KEY " OPERATOR(pg_catalog.>) $1"
-	" ORDER BY " AVAILABLE_KEY
-	" LIMIT 1",
-	.nargs = 1, .argtypes = {INT8OID}
-};
 
 typedef struct NextArgs
 {
@@ -119,25 +74,6 @@ typedef struct NextArgs
 	int64		expires_ms;
 	int			max_sessions;
 } NextArgs;
-
-/*
- * Find the next candidate after (*after_at, *after_session) and move the
- * position to it.  False when nothing more is available now.
- */
-static bool
-next_session(int64 now_ms, int64 *after_at, char **after_session)
-{
-	Datum		values[3];
-
-	values[0] = Int64GetDatum(now_ms);
-	values[1] = Int64GetDatum(*after_at);
-	values[2] = CStringGetTextDatum(*after_session);
-	if (a2_exec_latest(&next_candidate, values, NULL, SPI_OK_SELECT) == 0)
-		return false;
-	*after_session = a2_col_text(0, 1);
-	*after_at = a2_col_int64(0, 2);
-	return true;
-}
 
 /*
  * Claim one session unless another transaction holds its lock; push
@@ -190,8 +126,7 @@ claim_next(NextArgs *args)
 	int			claimed = 0;
 	int64		after_at = PG_INT64_MIN;
 	char	   *after_session = "";
-	Datum		value;
-	bool		isnull;
+	int64		retry_at;
 	Jsonb	   *result;
 	HTAB	   *served;
 
@@ -204,7 +139,7 @@ claim_next(NextArgs *args)
 	a2j_begin_object(&js, NULL);
 	a2j_begin_array(&js, "claims");
 	while (claimed < args->max_sessions &&
-		   next_session(args->now_ms, &after_at, &after_session))
+		   a2_layer()->next_available(args->now_ms, &after_at, &after_session))
 	{
 		bool		seen;
 
@@ -218,10 +153,8 @@ claim_next(NextArgs *args)
 	hash_destroy(served);
 	a2j_end_array(&js);
 
-	value = Int64GetDatum(args->now_ms);
-	if (a2_exec(&next_available, &value, NULL, false, SPI_OK_SELECT) > 0 &&
-		(value = a2_col(0, 1, &isnull), !isnull))
-		a2j_iso(&js, "retryAt", DatumGetInt64(value));
+	if (a2_layer()->next_retry_at(args->now_ms, &retry_at))
+		a2j_iso(&js, "retryAt", retry_at);
 	else
 		a2j_null(&js, "retryAt");
 
@@ -236,8 +169,6 @@ a2_claim_next(PG_FUNCTION_ARGS)
 	NextArgs	args;
 	int64		ttl_ms;
 
-	a2_dist_refuse("a2_claim_next",
-				   "Claim per session with a2_claim, which is delegated to the session's worker.");
 	args.holder = a2_name_arg(fcinfo, 0, "holder");
 	ttl_ms = a2_int8_arg(fcinfo, 1, "ttl_ms", 0);
 	args.max_sessions = (int) a2_int4_arg(fcinfo, 2, "max_sessions", 1);

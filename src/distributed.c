@@ -1,29 +1,44 @@
 /*-------------------------------------------------------------------------
  *
  * distributed.c
- *	  Distributed mode: the session lock and the event insertion, in forms
- *	  Citus runs as single-shard router queries.
+ *	  The distributed layer (layer.h): a2 on Citus after a2_distribute().
+ *	  The session tables are distributed by session_id (presence by ns) in
+ *	  one colocation group, and every session function is delegated to the
+ *	  node that holds its shard.  What differs from local.c is everything
+ *	  Citus cannot run as one single-shard router query.
  *
- *	  A transaction advisory lock exists only on the node that takes it: a
- *	  call the coordinator runs (a2 inside a larger statement, say) and a
- *	  call delegated to the worker would each lock their own node and
- *	  interleave.  So in distributed mode the session lock is a row lock on
- *	  the session's a2_session_locks row, which lives in the shard colocated
- *	  with the session's events: every path locks the same row on the same
- *	  node.  The row is created on first use (INSERT ... ON CONFLICT DO
- *	  NOTHING waits for a concurrent creator) and then locked FOR UPDATE,
- *	  reading the latest committed version even under REPEATABLE READ.
+ *	  Session lock.  A transaction advisory lock exists only on the node
+ *	  that takes it: a call the coordinator runs (a2 inside a larger
+ *	  statement, say) and a call delegated to the worker would each lock
+ *	  their own node and interleave.  So the session lock is a row lock on
+ *	  the session's a2_session_locks row, which lives in the shard
+ *	  colocated with the session's events: every path locks the same row on
+ *	  the same node.  The row is created on first use (INSERT ... ON
+ *	  CONFLICT DO NOTHING waits for a concurrent creator) and then locked
+ *	  FOR UPDATE, reading the latest committed version even under
+ *	  REPEATABLE READ.  The try form is FOR UPDATE SKIP LOCKED.  Presence
+ *	  participants the same, on a2_presence_locks (distributed by ns).
  *
  *	  Event insertion: Citus refuses subqueries inside INSERT and would
  *	  route INSERT ... SELECT from unnest() through the coordinator, so the
  *	  greatest index and the lanes that already have unprocessed events are
  *	  read first (under the session lock nothing changes them) and each
- *	  event is one INSERT ... VALUES.
+ *	  event is one INSERT ... VALUES.  A unique violation there can only
+ *	  mean that the session lock and the insert met different copies of the
+ *	  shard -- a call routed by metadata that a concurrent shard move had
+ *	  just changed -- and nothing was written: it is reported as 40001, a
+ *	  retry (SPEC 7.6).  Presence writes: per field, single-row statements.
  *
- *	  Presence writes follow the same rules: the participant lock is a row
- *	  lock on a2_presence_locks (distributed by ns, so it lives with the
- *	  namespace's rows), and each field is checked and written by
- *	  single-row statements instead of INSERT ... SELECT from unnest().
+ *	  Work discovery (a2_claim_next): a node that holds shards of a2_events
+ *	  walks only its own shards, reading the shard tables directly with one
+ *	  statement (a UNION ALL of each shard's first available entry, a plain
+ *	  local plan), and claims through the routed statements, which Citus
+ *	  runs locally: no other node is involved and nothing waits.  The shard
+ *	  list is read from Citus's metadata at the start of each walk.  A node
+ *	  without shards (the coordinator, usually) walks the distributed table
+ *	  through Citus: one statement across every shard per step.
+ *
+ *	  Lock order: layer.h's.  Calls nothing above the layer.
  *
  * IDENTIFICATION
  *	  src/distributed.c
@@ -33,10 +48,11 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 
-#include "append.h"
-#include "distributed.h"
+#include "layer.h"
 #include "session.h"
 #include "spi_plans.h"
 
@@ -49,6 +65,19 @@ static A2Statement lock_row = {
 static A2Statement create_row = {
 	.sql = "INSERT INTO @extschema@.a2_session_locks (session_id) VALUES ($1)"
 	" ON CONFLICT (session_id) DO NOTHING",
+	.nargs = 1, .argtypes = {TEXTOID}
+};
+
+/* the session's lock row unless another transaction holds it */
+static A2Statement try_lock_row = {
+	.sql = "SELECT 1 FROM @extschema@.a2_session_locks l"
+	" WHERE l.session_id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
+	.nargs = 1, .argtypes = {TEXTOID}
+};
+
+static A2Statement row_exists = {
+	.sql = "SELECT 1 FROM @extschema@.a2_session_locks l"
+	" WHERE l.session_id OPERATOR(pg_catalog.=) $1",
 	.nargs = 1, .argtypes = {TEXTOID}
 };
 
@@ -107,6 +136,51 @@ static A2Statement create_participant_row = {
 	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
 };
 
+static A2Statement try_lock_participant_row = {
+	.sql = "SELECT 1 FROM @extschema@.a2_presence_locks l"
+	" WHERE l.ns OPERATOR(pg_catalog.=) $1 AND l.participant OPERATOR(pg_catalog.=) $2"
+	" FOR UPDATE SKIP LOCKED",
+	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
+};
+
+static A2Statement participant_row_exists = {
+	.sql = "SELECT 1 FROM @extschema@.a2_presence_locks l"
+	" WHERE l.ns OPERATOR(pg_catalog.=) $1 AND l.participant OPERATOR(pg_catalog.=) $2",
+	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
+};
+
+/*
+ * The shards of a2_events ($1) whose active placement is on this node
+ * (Citus's metadata, on every node since Citus 11).
+ */
+static A2Statement local_shards = {
+	.sql = "SELECT s.shardid FROM pg_catalog.pg_dist_shard s"
+	"  JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid"
+	" WHERE s.logicalrelid OPERATOR(pg_catalog.=) $1"
+	"   AND p.shardstate OPERATOR(pg_catalog.=) 1"
+	"   AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)"
+	" ORDER BY s.shardid",
+	.local_only = true,
+	.nargs = 1, .argtypes = {OIDOID}
+};
+
+/*
+ * The walk over this node's shards (text built by walk_local_shards()): the
+ * first entry available at $1 after ($2, $3), and the first available-since
+ * time after $1.
+ */
+static A2Statement shard_next = {
+	.sql = NULL, .local_only = true,
+	.nargs = 3, .argtypes = {INT8OID, INT8OID, TEXTOID}
+};
+
+static A2Statement shard_retry = {
+	.sql = NULL, .local_only = true,
+	.nargs = 1, .argtypes = {INT8OID}
+};
+
+static bool walk_has_shards = false;
+
 /* a live value or tombstone of the field newer than the write ($4 at, $5 now) */
 static A2Statement field_newer = {
 	.sql = "SELECT 1 FROM @extschema@.a2_presence p"
@@ -151,11 +225,6 @@ static A2Statement put_value = {
 };
 
 /*
- * Its own (nested) SPI connection: some callers lock before they connect.
- * The row lock lasts until the transaction ends, and SPI_finish restores
- * the caller's SPI_tuptable.
- */
-/*
  * Lock the row `lock` finds for `key`, creating it with `create` first when
  * it does not exist yet.
  */
@@ -171,8 +240,31 @@ lock_or_create_row(A2Statement *lock, A2Statement *create, Datum *key,
 	}
 }
 
-void
-a2_dist_lock_session(const char *session_id)
+/*
+ * The try form: false when the row exists and another transaction holds
+ * it.  A row nobody has created yet is created and locked (the INSERT may
+ * wait for a concurrent creator of the same row, a first call on the
+ * session that has not committed: the only wait, and a short one).
+ */
+static bool
+try_lock_or_create_row(A2Statement *try_lock, A2Statement *exists,
+					   A2Statement *create, Datum *key)
+{
+	if (a2_exec_latest(try_lock, key, NULL, SPI_OK_SELECT) == 1)
+		return true;
+	if (a2_exec_latest(exists, key, NULL, SPI_OK_SELECT) > 0)
+		return false;
+	a2_exec(create, key, NULL, false, SPI_OK_INSERT);
+	return a2_exec_latest(try_lock, key, NULL, SPI_OK_SELECT) == 1;
+}
+
+/*
+ * Each lock function connects SPI itself (some callers lock before they
+ * connect); the row lock lasts until the transaction ends, and SPI_finish
+ * restores the caller's SPI_tuptable.
+ */
+static void
+dist_lock_session(const char *session_id)
 {
 	Datum		key[1] = {CStringGetTextDatum(session_id)};
 
@@ -181,16 +273,41 @@ a2_dist_lock_session(const char *session_id)
 	a2_spi_end();
 }
 
-void
-a2_dist_refuse(const char *function, const char *hint)
+static bool
+dist_try_lock_session(const char *session_id)
 {
-	if (!a2_distributed())
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("%s is not supported in distributed mode", function),
-			 errdetail("It reads or writes many sessions in one statement, which Citus cannot run on one shard."),
-			 errhint("%s", hint)));
+	Datum		key[1] = {CStringGetTextDatum(session_id)};
+	bool		locked;
+
+	a2_spi_begin();
+	locked = try_lock_or_create_row(&try_lock_row, &row_exists, &create_row, key);
+	a2_spi_end();
+	return locked;
+}
+
+static void
+dist_lock_participant(const char *ns, const char *participant)
+{
+	Datum		key[2] = {CStringGetTextDatum(ns), CStringGetTextDatum(participant)};
+
+	a2_spi_begin();
+	lock_or_create_row(&lock_participant_row, &create_participant_row, key,
+					   "presence participant", participant);
+	a2_spi_end();
+}
+
+static bool
+dist_try_lock_participant(const char *ns, const char *participant)
+{
+	Datum		key[2] = {CStringGetTextDatum(ns), CStringGetTextDatum(participant)};
+	bool		locked;
+
+	a2_spi_begin();
+	locked = try_lock_or_create_row(&try_lock_participant_row,
+									&participant_row_exists,
+									&create_participant_row, key);
+	a2_spi_end();
+	return locked;
 }
 
 /* Lanes of the batch that already have an unprocessed event (sorted names). */
@@ -228,11 +345,46 @@ lane_listed(char **lanes, int n, const char *lane)
 	return false;
 }
 
-int64
-a2_dist_insert_events(const char *session_id, A2EventInput *events,
-					  int count, const bool *blocked, int64 now_ms,
-					  bool generated, bool need_pending,
-					  int64 *base, bool *pending)
+/*
+ * Run one event's INSERT; a unique violation becomes 40001 (see the head
+ * of this file).  Nothing is caught but that error, which is re-raised
+ * with another SQLSTATE: the transaction is aborted either way.
+ */
+static uint64
+insert_one_row(A2Statement *stmt, Datum *values, const char *nulls,
+			   const char *session_id)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	uint64		n = 0;
+
+	PG_TRY();
+	{
+		n = a2_exec(stmt, values, nulls, false, SPI_OK_INSERT);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not append to session \"%s\": its shard moved during the call",
+						session_id),
+				 errdetail("%s", edata->message),
+				 errhint("Nothing was written; retry the call (with the same event ids).")));
+	}
+	PG_END_TRY();
+	return n;
+}
+
+static void
+dist_insert_events(const char *session_id, A2EventInput *events, int count,
+				   int64 now_ms, bool generated, bool need_pending,
+				   A2InsertOutcome *out)
 {
 	Datum		session = CStringGetTextDatum(session_id);
 	Datum		values[11];
@@ -240,7 +392,11 @@ a2_dist_insert_events(const char *session_id, A2EventInput *events,
 	char	  **busy;
 	int			nbusy;
 	int64		inserted = 0;
+	bool	   *blocked = palloc(sizeof(bool) * Max(count, 1));
+	int64	   *base = &out->base;
+	bool	   *pending = &out->pending;
 
+	a2_batch_blocked_lanes(events, count, blocked);
 	*base = 0;
 	/* the greatest index, else a dropped session's mark, else 0 */
 	if (a2_exec_latest(&last_index, &session, NULL, SPI_OK_SELECT) > 0 ||
@@ -278,10 +434,10 @@ a2_dist_insert_events(const char *session_id, A2EventInput *events,
 			values[10] = Int64GetDatum(ev->not_before);
 		else
 			nulls[10] = 'n';
-		inserted += a2_exec(generated ? &insert_row_generated : &insert_row,
-							values, nulls, false, SPI_OK_INSERT);
+		inserted += insert_one_row(generated ? &insert_row_generated : &insert_row,
+								   values, nulls, session_id);
 	}
-	return inserted;
+	out->inserted = inserted;
 }
 
 /* The write loses when the field has a newer live value or tombstone. */
@@ -294,16 +450,19 @@ field_wins(Datum *key, Datum field, int64 at_ms, int64 now_ms)
 	return a2_exec(&field_newer, values, NULL, false, SPI_OK_SELECT) == 0;
 }
 
-void
-a2_dist_presence_write(const char *ns, const char *participant,
-					   const A2PresenceFields *f, int64 at_ms,
-					   int64 seen, int64 now_ms, int64 expires_ms)
+static void
+dist_presence_write(const A2PresenceWrite *f)
 {
-	Datum		key[2] = {CStringGetTextDatum(ns), CStringGetTextDatum(participant)};
+	Datum		key[2] = {CStringGetTextDatum(f->ns), CStringGetTextDatum(f->participant)};
 	Datum		values[7];
+	int64		at_ms = f->at_ms;
+	int64		now_ms = f->now_ms;
+	int64		expires_ms = f->expires_ms;
+	int64		seen = f->seen;
 
+	a2_spi_begin();
 	lock_or_create_row(&lock_participant_row, &create_participant_row, key,
-					   "presence participant", participant);
+					   "presence participant", f->participant);
 	values[0] = key[0];
 	values[1] = key[1];
 	for (int i = 0; i < f->ndel; i++)
@@ -328,4 +487,103 @@ a2_dist_presence_write(const char *ns, const char *participant,
 		values[6] = Int64GetDatum(expires_ms);
 		a2_exec(&put_value, values, NULL, false, SPI_OK_INSERT);
 	}
+	a2_spi_end();
 }
+
+/*
+ * Read this node's shards of a2_events and build the walk's statements over
+ * them; false when the node holds none.  At the start of each walk, so a
+ * shard moved here or away is seen by the next call.
+ */
+static bool
+walk_local_shards(void)
+{
+	Datum		relid = ObjectIdGetDatum(a2_relid("a2_events"));
+	StringInfoData next;
+	StringInfoData retry;
+	uint64		n;
+
+	n = a2_exec(&local_shards, &relid, NULL, true, SPI_OK_SELECT);
+	walk_has_shards = n > 0;
+	if (!walk_has_shards)
+		return false;
+	initStringInfo(&next);
+	initStringInfo(&retry);
+	appendStringInfoString(&next, "SELECT u.session_id, u.k FROM (");
+	appendStringInfoString(&retry, "SELECT pg_catalog.min(u.k) FROM (");
+	for (uint64 r = 0; r < n; r++)
+	{
+		int64		shard = a2_col_int64(r, 1);
+		const char *sep = r > 0 ? " UNION ALL " : "";
+
+		appendStringInfo(&next, "%s(SELECT e.session_id, " A2_AVAILABLE_KEY " AS k"
+						 " FROM @extschema@.a2_events_" INT64_FORMAT " e"
+						 " WHERE " A2_AVAILABLE_PRED
+						 "   AND " A2_AVAILABLE_KEY " OPERATOR(pg_catalog.<=) $1"
+						 "   AND (" A2_AVAILABLE_KEY ", e.session_id) OPERATOR(pg_catalog.>) ($2, $3)"
+						 " ORDER BY " A2_AVAILABLE_KEY ", e.session_id LIMIT 1)",
+						 sep, shard);
+		appendStringInfo(&retry, "%s(SELECT " A2_AVAILABLE_KEY " AS k"
+						 " FROM @extschema@.a2_events_" INT64_FORMAT " e"
+						 " WHERE " A2_AVAILABLE_PRED
+						 "   AND " A2_AVAILABLE_KEY " OPERATOR(pg_catalog.>) $1"
+						 " ORDER BY " A2_AVAILABLE_KEY " LIMIT 1)",
+						 sep, shard);
+	}
+	appendStringInfoString(&next, ") u ORDER BY u.k, u.session_id LIMIT 1");
+	appendStringInfoString(&retry, ") u");
+	a2_set_statement_text(&shard_next, next.data);
+	a2_set_statement_text(&shard_retry, retry.data);
+	pfree(next.data);
+	pfree(retry.data);
+	return true;
+}
+
+static bool
+dist_next_available(int64 now_ms, int64 *after_at, char **after_session)
+{
+	Datum		values[3];
+
+	/* a walk starts at the very beginning of the key order */
+	if (*after_at == PG_INT64_MIN && (*after_session)[0] == '\0')
+		walk_local_shards();
+	if (!walk_has_shards)
+		return a2_local_layer.next_available(now_ms, after_at, after_session);
+	values[0] = Int64GetDatum(now_ms);
+	values[1] = Int64GetDatum(*after_at);
+	values[2] = CStringGetTextDatum(*after_session);
+	if (a2_exec_latest(&shard_next, values, NULL, SPI_OK_SELECT) == 0)
+		return false;
+	*after_session = a2_col_text(0, 1);
+	*after_at = a2_col_int64(0, 2);
+	return true;
+}
+
+static bool
+dist_next_retry_at(int64 now_ms, int64 *at)
+{
+	Datum		value = Int64GetDatum(now_ms);
+	bool		isnull;
+
+	if (!walk_has_shards)
+		return a2_local_layer.next_retry_at(now_ms, at);
+	if (a2_exec(&shard_retry, &value, NULL, true, SPI_OK_SELECT) == 0)
+		return false;
+	value = a2_col(0, 1, &isnull);
+	if (isnull)
+		return false;
+	*at = DatumGetInt64(value);
+	return true;
+}
+
+const A2Layer a2_dist_layer = {
+	.name = "distributed",
+	.lock_session = dist_lock_session,
+	.try_lock_session = dist_try_lock_session,
+	.lock_participant = dist_lock_participant,
+	.try_lock_participant = dist_try_lock_participant,
+	.insert_events = dist_insert_events,
+	.presence_write = dist_presence_write,
+	.next_available = dist_next_available,
+	.next_retry_at = dist_next_retry_at,
+};

@@ -50,7 +50,7 @@
 
 #include "a2.h"
 #include "clock.h"
-#include "distributed.h"
+#include "layer.h"
 #include "json_out.h"
 #include "spi_plans.h"
 #include "validate.h"
@@ -58,49 +58,8 @@
 PG_FUNCTION_INFO_V1(a2_presence_set);
 PG_FUNCTION_INFO_V1(a2_presence_read);
 
-#define A2_PRESENCE_LOCK_CLASS	0x61320050	/* "a2" "P" */
 
-static A2Statement delete_fields = {
-	.sql = "WITH win AS ("
-	"  SELECT f.field FROM pg_catalog.unnest($3) AS f(field)"
-	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
-	"                      WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) f.field"
-	"                        AND p.expires_at OPERATOR(pg_catalog.>) $5 AND p.at OPERATOR(pg_catalog.>) $4)"
-	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
-	"                      WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) f.field"
-	"                        AND t.expires_at OPERATOR(pg_catalog.>) $5 AND t.at OPERATOR(pg_catalog.>) $4)"
-	"), gone AS ("
-	"  DELETE FROM @extschema@.a2_presence p USING win"
-	"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) win.field"
-	") INSERT INTO @extschema@.a2_presence_tombstones"
-	"    (ns, participant, field, at, expires_at)"
-	"  SELECT $1, $2, win.field, $4, $6 FROM win"
-	"  ON CONFLICT (ns, participant, field) DO UPDATE"
-	"    SET at = excluded.at, expires_at = excluded.expires_at",
-	.nargs = 6, .argtypes = {TEXTOID, TEXTOID, TEXTARRAYOID, INT8OID, INT8OID, INT8OID}
-};
 
-static A2Statement set_fields = {
-	.sql = "WITH win AS ("
-	"  SELECT f.field, f.value FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4)) AS f(field, value)"
-	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
-	"                      WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) f.field"
-	"                        AND p.expires_at OPERATOR(pg_catalog.>) $7 AND p.at OPERATOR(pg_catalog.>) $6)"
-	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
-	"                      WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) f.field"
-	"                        AND t.expires_at OPERATOR(pg_catalog.>) $7 AND t.at OPERATOR(pg_catalog.>) $6)"
-	"), unburied AS ("
-	"  DELETE FROM @extschema@.a2_presence_tombstones t USING win"
-	"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) win.field"
-	") INSERT INTO @extschema@.a2_presence"
-	"    (ns, participant, field, value, seen, at, expires_at)"
-	"  SELECT $1, $2, win.field, win.value, $5, $6, $8 FROM win"
-	"  ON CONFLICT (ns, participant, field) DO UPDATE"
-	"    SET value = excluded.value, seen = excluded.seen,"
-	"        at = excluded.at, expires_at = excluded.expires_at",
-	.nargs = 8, .argtypes = {TEXTOID, TEXTOID, TEXTARRAYOID, JSONBARRAYOID, INT8OID, INT8OID,
-	INT8OID, INT8OID}
-};
 
 /* participants of namespace $1 with expired rows; a bounded batch per read */
 #define A2_SWEEP_BATCH 64
@@ -135,89 +94,14 @@ static A2Statement read_live = {
 	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
-typedef struct PresenceWrite
-{
-	char	   *ns;
-	char	   *participant;
-	int64		at_ms;
-	int64		seen;
-	int64		now_ms;
-	int64		expires_ms;
-	int			nset;
-	char	  **set_fields;
-	Jsonb	  **set_values;
-	int			ndel;
-	char	  **del_fields;
-} PresenceWrite;
 
-static Datum
-participant_key(const char *ns, const char *participant)
-{
-	char	   *key = psprintf("%s:%s", ns, participant);
 
-	return DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
-								   CStringGetTextDatum(key));
-}
 
-static void
-lock_participant(const char *ns, const char *participant)
-{
-	DirectFunctionCall2(pg_advisory_xact_lock_int4,
-						Int32GetDatum(A2_PRESENCE_LOCK_CLASS),
-						participant_key(ns, participant));
-}
 
-static bool
-try_lock_participant(const char *ns, const char *participant)
-{
-	return DatumGetBool(DirectFunctionCall2(pg_try_advisory_xact_lock_int4,
-											Int32GetDatum(A2_PRESENCE_LOCK_CLASS),
-											participant_key(ns, participant)));
-}
-
-static void
-presence_write(PresenceWrite *w)
-{
-	Datum		values[8];
-
-	a2_spi_begin();
-	if (a2_distributed())
-	{
-		A2PresenceFields f = {w->nset, w->set_fields, w->set_values,
-		w->ndel, w->del_fields};
-
-		a2_dist_presence_write(w->ns, w->participant, &f, w->at_ms, w->seen,
-							   w->now_ms, w->expires_ms);
-		a2_spi_end();
-		return;
-	}
-	lock_participant(w->ns, w->participant);
-	values[0] = CStringGetTextDatum(w->ns);
-	values[1] = CStringGetTextDatum(w->participant);
-	if (w->ndel > 0)
-	{
-		values[2] = a2_text_array(w->del_fields, w->ndel);
-		values[3] = Int64GetDatum(w->at_ms);
-		values[4] = Int64GetDatum(w->now_ms);
-		values[5] = Int64GetDatum(w->expires_ms);
-		a2_exec_latest(&delete_fields, values, NULL, SPI_OK_INSERT);
-	}
-	if (w->nset > 0)
-	{
-		values[2] = a2_text_array(w->set_fields, w->nset);
-		values[3] = a2_jsonb_array(w->set_values, w->nset);
-		values[4] = Int64GetDatum(w->seen);
-		values[5] = Int64GetDatum(w->at_ms);
-		values[6] = Int64GetDatum(w->now_ms);
-		values[7] = Int64GetDatum(w->expires_ms);
-		a2_exec_latest(&set_fields, values, NULL, SPI_OK_INSERT);
-	}
-	a2_spi_end();
-}
 
 /* Split `values` into fields to set and fields (null) to delete. */
 static void
-parse_values(Jsonb *values, PresenceWrite *w)
+parse_values(Jsonb *values, A2PresenceWrite *w)
 {
 	JsonbIterator *it;
 	JsonbValue	v;
@@ -266,7 +150,7 @@ parse_values(Jsonb *values, PresenceWrite *w)
 Datum
 a2_presence_set(PG_FUNCTION_ARGS)
 {
-	PresenceWrite w;
+	A2PresenceWrite w;
 	int64		ttl_ms;
 
 	w.ns = a2_name_arg(fcinfo, 0, "ns");
@@ -281,7 +165,7 @@ a2_presence_set(PG_FUNCTION_ARGS)
 	w.now_ms = a2_clock_now_ms();
 	w.expires_ms = a2_add_ttl(w.now_ms, ttl_ms);
 	if (w.nset + w.ndel > 0)
-		presence_write(&w);
+		a2_layer()->presence_write(&w);
 	PG_RETURN_VOID();
 }
 
@@ -308,7 +192,7 @@ sweep_expired(Datum ns, Datum now)
 		participants[r] = a2_col_text(r, 1);
 	for (uint64 r = 0; r < n; r++)
 	{
-		if (!try_lock_participant(ns_str, participants[r]))
+		if (!a2_layer()->try_lock_participant(ns_str, participants[r]))
 			continue;
 		a2_exec_latest(&sweep_participant,
 					   (Datum[]) {ns, now, CStringGetTextDatum(participants[r])},

@@ -36,7 +36,6 @@
 
 #include "a2.h"
 #include "clock.h"
-#include "distributed.h"
 #include "json_out.h"
 #include "retire.h"
 #include "spi_plans.h"
@@ -110,6 +109,16 @@ static A2Statement finished_candidates = {
 	"    AND (SELECT l.created_at FROM @extschema@.a2_events l"
 	"          WHERE l.session_id OPERATOR(pg_catalog.=) w.sid ORDER BY l.idx DESC LIMIT 1) OPERATOR(pg_catalog.<=) $1"
 	"  LIMIT $2",
+	/*
+	 * Distributed mode: grouped by the distribution column, so each shard
+	 * answers for its own sessions (reading all their events) and the
+	 * coordinator merges; the last event is the one with the greatest index.
+	 */
+	.dist_sql = "SELECT e.session_id FROM @extschema@.a2_events e"
+	" GROUP BY e.session_id"
+	" HAVING pg_catalog.bool_and(e.processed_at IS NOT NULL OR e.failed_at IS NOT NULL)"
+	"    AND (pg_catalog.array_agg(e.created_at ORDER BY e.idx DESC))[1] OPERATOR(pg_catalog.<=) $1"
+	" ORDER BY e.session_id LIMIT $2",
 	.nargs = 2, .argtypes = {INT8OID, INT8OID}
 };
 
@@ -259,8 +268,6 @@ a2_drop_finished_sessions(PG_FUNCTION_ARGS)
 	int64		idle_ms = a2_int8_arg(fcinfo, 0, "idle_ms", 0);
 	int64		max_sessions = a2_int4_arg(fcinfo, 1, "max_sessions", 1);
 
-	a2_dist_refuse("a2_drop_finished_sessions",
-				   "Drop sessions one by one with a2_drop_session, which is delegated to the session's worker.");
 	if (max_sessions > A2_MAX_LIST_ITEMS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -30,3 +30,50 @@ a2_session_has_pending(const char *session_id)
 	a2_exec_latest(&session_pending, values, NULL, SPI_OK_SELECT);
 	return a2_col_bool(0, 1);
 }
+
+typedef struct LaneSlot
+{
+	const char *lane;
+	int			pos;
+} LaneSlot;
+
+static int
+cmp_lane_slot(const void *a, const void *b)
+{
+	const LaneSlot *x = a;
+	const LaneSlot *y = b;
+	int			c = strcmp(x->lane, y->lane);
+
+	return c != 0 ? c : x->pos - y->pos;
+}
+
+/*
+ * Sorting by (lane, position) keeps this O(n log n) for large batches.
+ */
+void
+a2_batch_blocked_lanes(A2EventInput *events, int count, bool *blocked)
+{
+	LaneSlot   *slots = palloc(sizeof(LaneSlot) * Max(count, 1));
+	int			n = 0;
+
+	for (int i = 0; i < count; i++)
+	{
+		blocked[i] = false;
+		if (events[i].lane)
+		{
+			slots[n].lane = events[i].lane;
+			slots[n].pos = i;
+			n++;
+		}
+	}
+	qsort(slots, n, sizeof(LaneSlot), cmp_lane_slot);
+	for (int k = 0; k < n; k++)
+	{
+		bool		same_lane = k > 0 && strcmp(slots[k - 1].lane, slots[k].lane) == 0;
+
+		/* carry "blocked" along the lane's group, set by unsettled events */
+		blocked[slots[k].pos] = same_lane &&
+			(blocked[slots[k - 1].pos] || !events[slots[k - 1].pos].settled);
+	}
+	pfree(slots);
+}

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * session.h
- *	  Reads of one session's state that several operations share (append,
- *	  and distributed mode's routed append).  Depends on spi_plans only, so
- *	  the operations and the distributed layer both build on it.
+ *	  Reads of one session's state that several operations share, and the
+ *	  batch lane rule both layers' inserts apply.  Depends on spi_plans
+ *	  only, so the operations and both layers (layer.h) build on it.
  *
  *	  Lock order: none taken here; callers hold the session lock when the
  *	  answer must be current.
@@ -18,10 +18,18 @@
 
 #include "postgres.h"
 
+#include "validate.h"
+
 /*
  * Whether the session has an unprocessed event, read from the latest
  * committed state (a2_exec_latest): call it inside a2_spi_begin/end.
  */
 extern bool a2_session_has_pending(const char *session_id);
+
+/*
+ * blocked[i]: an earlier unsettled event of the batch has event i's lane
+ * (the lane rule of SPEC 4, shared by both layers' inserts).
+ */
+extern void a2_batch_blocked_lanes(A2EventInput *events, int count, bool *blocked);
 
 #endif							/* A2_SESSION_H */

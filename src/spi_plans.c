@@ -351,12 +351,13 @@ prepare(A2Statement *stmt)
 	 * Single node: always the generic plan.  Every statement is keyed by
 	 * session and index, so parameter values never change the best plan,
 	 * and a custom plan would mean planning on every call.  Distributed:
-	 * always a custom plan, because Citus routes a statement to its shard
-	 * from the session_id value, which a generic plan does not have.
+	 * a custom plan, because Citus routes a statement to its shard from the
+	 * session_id value, which a generic plan does not have -- except for a
+	 * statement that names only local relations (a shard, a catalog).
 	 */
 	plan = SPI_prepare_cursor(sql, stmt->nargs, stmt->argtypes,
-							  distributed ? CURSOR_OPT_CUSTOM_PLAN :
-							  CURSOR_OPT_GENERIC_PLAN);
+							  distributed && !stmt->local_only ?
+							  CURSOR_OPT_CUSTOM_PLAN : CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare_cursor failed for \"%s\": %s",
 			 sql, SPI_result_code_string(SPI_result));
@@ -366,6 +367,18 @@ prepare(A2Statement *stmt)
 	stmt->plan = plan;
 	stmt->generation = cache_generation;
 	return plan;
+}
+
+void
+a2_set_statement_text(A2Statement *stmt, const char *sql)
+{
+	if (stmt->sql != NULL && strcmp(stmt->sql, sql) == 0)
+		return;
+	/* only this function sets the text of such a statement: ours to free */
+	if (stmt->sql != NULL)
+		pfree(unconstify(char *, stmt->sql));
+	stmt->sql = MemoryContextStrdup(TopMemoryContext, sql);
+	stmt->generation = 0;		/* generations start at 1: re-prepared */
 }
 
 uint64

@@ -44,6 +44,11 @@ typedef struct A2Statement
 	 * instead, when `sql` is not a single-shard router query.  NULL: `sql`.
 	 */
 	const char *dist_sql;
+	/*
+	 * Names no distributed table (a Citus shard, a catalog): prepared with a
+	 * generic plan in distributed mode too.
+	 */
+	bool		local_only;
 	int			nargs;
 	Oid			argtypes[A2_MAX_STMT_ARGS];
 	/* filled in by the cache */
@@ -52,6 +57,13 @@ typedef struct A2Statement
 } A2Statement;
 
 extern void a2_plans_init(void);
+
+/*
+ * Give a statement whose text is built at run time (sql NULL in its
+ * initializer) new text; copied to TopMemoryContext.  Its plan is replaced
+ * on next use when the text changed (the old one retires at pre-commit).
+ */
+extern void a2_set_statement_text(A2Statement *stmt, const char *sql);
 
 /*
  * Distributed mode: a2_events is a Citus distributed table.  Looked up with

@@ -1,0 +1,419 @@
+/*-------------------------------------------------------------------------
+ *
+ * local.c
+ *	  The single-node layer (layer.h): a2 on one PostgreSQL server.
+ *
+ *	  Session lock: a transaction advisory lock keyed by hashtext(session_id)
+ *	  widened to bigint, the key the TypeScript backend takes with
+ *	  pg_advisory_xact_lock(hashtext($1)), so a TypeScript worker and SQL
+ *	  callers serialize against each other.  Presence participant lock: the
+ *	  two-key advisory space (key 1 = A2_PRESENCE_LOCK_CLASS, key 2 =
+ *	  hashtext(ns || ':' || participant)), which never collides with the
+ *	  one-key session locks.
+ *
+ *	  Writes are set-based: a batch of events is one INSERT ... SELECT from
+ *	  unnest() (one INSERT ... VALUES for a single event), a presence write
+ *	  two statements whatever its number of fields.
+ *
+ *	  Lock order: the one of layer.h.  Calls nothing above the layer.
+ *
+ * IDENTIFICATION
+ *	  src/local.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+
+#include "layer.h"
+#include "session.h"
+#include "spi_plans.h"
+
+/* ---- session lock ---------------------------------------------------- */
+
+/* The advisory lock key of a session: hashtext(session_id) widened to bigint. */
+static Datum
+session_lock_key(const char *session_id)
+{
+	Datum		key = DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+											  CStringGetTextDatum(session_id));
+
+	return Int64GetDatum((int64) DatumGetInt32(key));
+}
+
+static void
+local_lock_session(const char *session_id)
+{
+	DirectFunctionCall1(pg_advisory_xact_lock_int8, session_lock_key(session_id));
+}
+
+static bool
+local_try_lock_session(const char *session_id)
+{
+	return DatumGetBool(DirectFunctionCall1(pg_try_advisory_xact_lock_int8,
+											session_lock_key(session_id)));
+}
+
+/* ---- appending events ------------------------------------------------ */
+
+/*
+ * One statement: read the session's greatest index (and, when $10 asks,
+ * whether it has an unprocessed event), then insert the batch after it.  An
+ * event with a lane is lane-ready when no unprocessed event of that lane
+ * exists already and no earlier unsettled event of the batch has it ($8,
+ * computed in C).  Without rows, the base is a dropped session's high-water
+ * mark (A2_RETIRED_MARK_TOKEN, src/retire.c; COALESCE stops at its first
+ * non-null argument), so indexes continue after a drop and are never
+ * reused.  The subqueries see the statement's snapshot, i.e. the
+ * log before the insert.  Two variants: supplied ids go through ON CONFLICT
+ * so a concurrent append of the same id becomes Z2001; a batch whose ids
+ * were all generated here (time-ordered UUIDs, src/uuid7.c) skips the speculative insertion.
+ */
+#define INSERT_BATCH_SQL(on_conflict) \
+	"WITH st AS MATERIALIZED (" \
+	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e" \
+	"                    WHERE e.session_id OPERATOR(pg_catalog.=) $1 ORDER BY e.idx DESC LIMIT 1)," \
+	"                  " A2_RETIRED_MARK_TOKEN ", 0) AS base," \
+	"         CASE WHEN $10 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events e" \
+	"                  WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL) END AS pending" \
+	"), ins AS (" \
+	"  INSERT INTO @extschema@.a2_events" \
+	"    (session_id, idx, event_type, payload, event_id, created_at," \
+	"     cause, lane, lane_ready, processed_at" A2_NB(", not_before", "") ")" \
+	"  SELECT $1, st.base OPERATOR(pg_catalog.+) i.ord, i.event_type, i.payload, i.event_id, $2," \
+	"         i.cause, i.lane," \
+	"         i.lane IS NULL OR (NOT i.batch_blocked AND NOT EXISTS (" \
+	"           SELECT 1 FROM @extschema@.a2_events p" \
+	"            WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) i.lane AND p.processed_at IS NULL))," \
+	"         CASE WHEN i.settled THEN $2 END" A2_NB(", i.not_before", "") \
+	"    FROM st, ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)," \
+	"                        pg_catalog.unnest($7), pg_catalog.unnest($8), pg_catalog.unnest($9)," \
+	"                        pg_catalog.unnest($11)) WITH ORDINALITY" \
+	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, not_before, ord)" \
+	on_conflict \
+	"  RETURNING 1" \
+	") SELECT st.base, st.pending, (SELECT pg_catalog.count(*) FROM ins) FROM st"
+
+#define INSERT_BATCH_ARGS \
+	.nargs = 11, .argtypes = {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
+	JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID, BOOLOID, INT8ARRAYOID}
+
+static A2Statement insert_batch = {
+	.sql = INSERT_BATCH_SQL("  ON CONFLICT (event_id) DO NOTHING"), INSERT_BATCH_ARGS
+};
+
+static A2Statement insert_generated = {
+	.sql = INSERT_BATCH_SQL(""), INSERT_BATCH_ARGS
+};
+
+/*
+ * The same for a batch of one event with scalar parameters: no function
+ * scan, no CTEs, a fifth cheaper to start up.  RETURNING's subquery sees
+ * the statement's snapshot, i.e. the log before this row.
+ */
+#define INSERT_ONE_SQL(on_conflict) \
+	"INSERT INTO @extschema@.a2_events AS e" \
+	"  (session_id, idx, event_type, payload, event_id, created_at," \
+	"   cause, lane, lane_ready, processed_at" A2_NB(", not_before", "") ")" \
+	" VALUES ($1," \
+	"   COALESCE((SELECT x.idx FROM @extschema@.a2_events x" \
+	"              WHERE x.session_id OPERATOR(pg_catalog.=) $1 ORDER BY x.idx DESC LIMIT 1)," \
+	"            " A2_RETIRED_MARK_TOKEN ", 0) OPERATOR(pg_catalog.+) 1," \
+	"   $3, $4, $5, $2, $6, $7," \
+	"   $7 IS NULL OR NOT EXISTS (SELECT 1 FROM @extschema@.a2_events p" \
+	"              WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) $7 AND p.processed_at IS NULL)," \
+	"   CASE WHEN $8 THEN $2 END" A2_NB(", $10", "") ")" \
+	on_conflict \
+	" RETURNING e.idx, CASE WHEN $9 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events q" \
+	"              WHERE q.session_id OPERATOR(pg_catalog.=) $1 AND q.processed_at IS NULL) END"
+
+#define INSERT_ONE_ARGS \
+	.nargs = 10, .argtypes = {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID, \
+	BOOLOID, BOOLOID, INT8OID}
+
+static A2Statement insert_one = {
+	.sql = INSERT_ONE_SQL(" ON CONFLICT (event_id) DO NOTHING"), INSERT_ONE_ARGS
+};
+
+static A2Statement insert_one_generated = {
+	.sql = INSERT_ONE_SQL(""), INSERT_ONE_ARGS
+};
+
+static void
+insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
+			  bool need_pending, A2InsertOutcome *out)
+{
+	Datum		values[10];
+	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	values[0] = session;
+	values[1] = Int64GetDatum(now_ms);
+	values[2] = CStringGetTextDatum(ev->type);
+	values[3] = JsonbPGetDatum(ev->payload);
+	values[4] = CStringGetTextDatum(ev->id);
+	if (ev->cause)
+		values[5] = JsonbPGetDatum(ev->cause);
+	else
+		nulls[5] = 'n';
+	if (ev->lane)
+		values[6] = CStringGetTextDatum(ev->lane);
+	else
+		nulls[6] = 'n';
+	values[7] = BoolGetDatum(ev->settled);
+	values[8] = BoolGetDatum(need_pending);
+	if (ev->has_not_before)
+		values[9] = Int64GetDatum(ev->not_before);
+	else
+		nulls[9] = 'n';
+
+	out->inserted = a2_exec_latest(generated ? &insert_one_generated : &insert_one,
+								   values, nulls, SPI_OK_INSERT_RETURNING);
+	/* nothing of ours was written when the id was taken */
+	out->base = out->inserted ? a2_col_int64(0, 1) - 1 : PG_INT64_MAX;
+	out->pending = out->inserted && a2_col_bool(0, 2);
+}
+
+static void
+insert_batch_rows(Datum session, A2EventInput *events, int count,
+				  int64 now_ms, bool generated, bool need_pending,
+				  A2InsertOutcome *out)
+{
+	Datum		values[11];
+	char	  **types = palloc(sizeof(char *) * count);
+	char	  **ids = palloc(sizeof(char *) * count);
+	char	  **lanes = palloc(sizeof(char *) * count);
+	Jsonb	  **payloads = palloc(sizeof(Jsonb *) * count);
+	Jsonb	  **causes = palloc(sizeof(Jsonb *) * count);
+	bool	   *blocked = palloc(sizeof(bool) * count);
+	bool	   *settled = palloc(sizeof(bool) * count);
+	int64	   *not_before = palloc(sizeof(int64) * count);
+	bool	   *no_not_before = palloc(sizeof(bool) * count);
+
+	a2_batch_blocked_lanes(events, count, blocked);
+	for (int i = 0; i < count; i++)
+	{
+		types[i] = events[i].type;
+		ids[i] = events[i].id;
+		lanes[i] = events[i].lane;
+		payloads[i] = events[i].payload;
+		causes[i] = events[i].cause;
+		settled[i] = events[i].settled;
+		not_before[i] = events[i].not_before;
+		no_not_before[i] = !events[i].has_not_before;
+	}
+	values[0] = session;
+	values[1] = Int64GetDatum(now_ms);
+	values[2] = a2_text_array(types, count);
+	values[3] = a2_jsonb_array(payloads, count);
+	values[4] = a2_text_array(ids, count);
+	values[5] = a2_jsonb_array(causes, count);
+	values[6] = a2_text_array(lanes, count);
+	values[7] = a2_bool_array(blocked, count);
+	values[8] = a2_bool_array(settled, count);
+	values[9] = BoolGetDatum(need_pending);
+	values[10] = a2_int8_array(not_before, no_not_before, count);
+	a2_exec_latest(generated ? &insert_generated : &insert_batch,
+				   values, NULL, SPI_OK_SELECT);
+	out->base = a2_col_int64(0, 1);
+	out->pending = a2_col_bool(0, 2);
+	out->inserted = a2_col_int64(0, 3);
+}
+
+static void
+local_insert_events(const char *session_id, A2EventInput *events, int count,
+					int64 now_ms, bool generated, bool need_pending,
+					A2InsertOutcome *out)
+{
+	Datum		session = CStringGetTextDatum(session_id);
+
+	if (count == 1)
+		insert_single(session, &events[0], now_ms, generated, need_pending, out);
+	else
+		insert_batch_rows(session, events, count, now_ms, generated,
+						  need_pending, out);
+}
+
+/* ---- presence -------------------------------------------------------- */
+
+#define A2_PRESENCE_LOCK_CLASS	0x61320050	/* "a2" "P" */
+
+static A2Statement delete_fields = {
+	.sql = "WITH win AS ("
+	"  SELECT f.field FROM pg_catalog.unnest($3) AS f(field)"
+	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
+	"                      WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) f.field"
+	"                        AND p.expires_at OPERATOR(pg_catalog.>) $5 AND p.at OPERATOR(pg_catalog.>) $4)"
+	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
+	"                      WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) f.field"
+	"                        AND t.expires_at OPERATOR(pg_catalog.>) $5 AND t.at OPERATOR(pg_catalog.>) $4)"
+	"), gone AS ("
+	"  DELETE FROM @extschema@.a2_presence p USING win"
+	"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) win.field"
+	") INSERT INTO @extschema@.a2_presence_tombstones"
+	"    (ns, participant, field, at, expires_at)"
+	"  SELECT $1, $2, win.field, $4, $6 FROM win"
+	"  ON CONFLICT (ns, participant, field) DO UPDATE"
+	"    SET at = excluded.at, expires_at = excluded.expires_at",
+	.nargs = 6, .argtypes = {TEXTOID, TEXTOID, TEXTARRAYOID, INT8OID, INT8OID, INT8OID}
+};
+
+static A2Statement set_fields = {
+	.sql = "WITH win AS ("
+	"  SELECT f.field, f.value FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4)) AS f(field, value)"
+	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
+	"                      WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) f.field"
+	"                        AND p.expires_at OPERATOR(pg_catalog.>) $7 AND p.at OPERATOR(pg_catalog.>) $6)"
+	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
+	"                      WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) f.field"
+	"                        AND t.expires_at OPERATOR(pg_catalog.>) $7 AND t.at OPERATOR(pg_catalog.>) $6)"
+	"), unburied AS ("
+	"  DELETE FROM @extschema@.a2_presence_tombstones t USING win"
+	"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) win.field"
+	") INSERT INTO @extschema@.a2_presence"
+	"    (ns, participant, field, value, seen, at, expires_at)"
+	"  SELECT $1, $2, win.field, win.value, $5, $6, $8 FROM win"
+	"  ON CONFLICT (ns, participant, field) DO UPDATE"
+	"    SET value = excluded.value, seen = excluded.seen,"
+	"        at = excluded.at, expires_at = excluded.expires_at",
+	.nargs = 8, .argtypes = {TEXTOID, TEXTOID, TEXTARRAYOID, JSONBARRAYOID, INT8OID, INT8OID,
+	INT8OID, INT8OID}
+};
+
+static Datum
+participant_key(const char *ns, const char *participant)
+{
+	char	   *key = psprintf("%s:%s", ns, participant);
+
+	return DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+								   CStringGetTextDatum(key));
+}
+
+static void
+local_lock_participant(const char *ns, const char *participant)
+{
+	DirectFunctionCall2(pg_advisory_xact_lock_int4,
+						Int32GetDatum(A2_PRESENCE_LOCK_CLASS),
+						participant_key(ns, participant));
+}
+
+static bool
+local_try_lock_participant(const char *ns, const char *participant)
+{
+	return DatumGetBool(DirectFunctionCall2(pg_try_advisory_xact_lock_int4,
+											Int32GetDatum(A2_PRESENCE_LOCK_CLASS),
+											participant_key(ns, participant)));
+}
+
+static void
+local_presence_write(const A2PresenceWrite *w)
+{
+	Datum		values[8];
+
+	a2_spi_begin();
+	local_lock_participant(w->ns, w->participant);
+	values[0] = CStringGetTextDatum(w->ns);
+	values[1] = CStringGetTextDatum(w->participant);
+	if (w->ndel > 0)
+	{
+		values[2] = a2_text_array(w->del_fields, w->ndel);
+		values[3] = Int64GetDatum(w->at_ms);
+		values[4] = Int64GetDatum(w->now_ms);
+		values[5] = Int64GetDatum(w->expires_ms);
+		a2_exec_latest(&delete_fields, values, NULL, SPI_OK_INSERT);
+	}
+	if (w->nset > 0)
+	{
+		values[2] = a2_text_array(w->set_fields, w->nset);
+		values[3] = a2_jsonb_array(w->set_values, w->nset);
+		values[4] = Int64GetDatum(w->seen);
+		values[5] = Int64GetDatum(w->at_ms);
+		values[6] = Int64GetDatum(w->now_ms);
+		values[7] = Int64GetDatum(w->expires_ms);
+		a2_exec_latest(&set_fields, values, NULL, SPI_OK_INSERT);
+	}
+	a2_spi_end();
+}
+
+
+/* ---- a2_claim_next's walk (claim_next.c) ----------------------------- */
+
+/*
+ * The first entry available at $1 after ($2, $3) in (time, session) order.
+ * The LIMIT is a constant so that the generic plan is an ordered index
+ * scan.
+ */
+static A2Statement next_candidate = {
+	.sql = "SELECT e.session_id, " A2_AVAILABLE_KEY
+	"  FROM @extschema@.a2_events e"
+	" WHERE " A2_AVAILABLE_PRED
+	"   AND " A2_AVAILABLE_KEY " OPERATOR(pg_catalog.<=) $1"
+	"   AND (" A2_AVAILABLE_KEY ", e.session_id) OPERATOR(pg_catalog.>) ($2, $3)"
+	" ORDER BY " A2_AVAILABLE_KEY ", e.session_id"
+	" LIMIT 1",
+	.nargs = 3, .argtypes = {INT8OID, INT8OID, TEXTOID}
+};
+
+/*
+ * The next moment after $1 at which work becomes available: the first
+ * entry past now.  No other condition, so that only a2_events_available
+ * can answer it (a filter on claim_expires_at would let the planner scan
+ * every live lease through a2_events_claim_expiry and sort them).
+ */
+static A2Statement next_after_now = {
+	.sql = "SELECT " A2_AVAILABLE_KEY " FROM @extschema@.a2_events e"
+	" WHERE " A2_AVAILABLE_PRED
+	"   AND " A2_AVAILABLE_KEY " OPERATOR(pg_catalog.>) $1"
+	" ORDER BY " A2_AVAILABLE_KEY
+	" LIMIT 1",
+	.nargs = 1, .argtypes = {INT8OID}
+};
+
+/*
+ * Find the next candidate after (*after_at, *after_session) and move the
+ * position to it.  False when nothing more is available now.
+ */
+static bool
+local_next_available(int64 now_ms, int64 *after_at, char **after_session)
+{
+	Datum		values[3];
+
+	values[0] = Int64GetDatum(now_ms);
+	values[1] = Int64GetDatum(*after_at);
+	values[2] = CStringGetTextDatum(*after_session);
+	if (a2_exec_latest(&next_candidate, values, NULL, SPI_OK_SELECT) == 0)
+		return false;
+	*after_session = a2_col_text(0, 1);
+	*after_at = a2_col_int64(0, 2);
+	return true;
+}
+
+static bool
+local_next_retry_at(int64 now_ms, int64 *at)
+{
+	Datum		value = Int64GetDatum(now_ms);
+	bool		isnull;
+
+	if (a2_exec(&next_after_now, &value, NULL, false, SPI_OK_SELECT) == 0)
+		return false;
+	value = a2_col(0, 1, &isnull);
+	if (isnull)
+		return false;
+	*at = DatumGetInt64(value);
+	return true;
+}
+
+const A2Layer a2_local_layer = {
+	.name = "single-node",
+	.lock_session = local_lock_session,
+	.try_lock_session = local_try_lock_session,
+	.lock_participant = local_lock_participant,
+	.try_lock_participant = local_try_lock_participant,
+	.insert_events = local_insert_events,
+	.presence_write = local_presence_write,
+	.next_available = local_next_available,
+	.next_retry_at = local_next_retry_at,
+};
