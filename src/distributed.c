@@ -567,7 +567,7 @@ dist_next_retry_at(int64 now_ms, int64 *at)
 
 	if (!walk_has_shards)
 		return a2_local_layer.next_retry_at(now_ms, at);
-	if (a2_exec(&shard_retry, &value, NULL, true, SPI_OK_SELECT) == 0)
+	if (a2_exec(&shard_retry, &value, NULL, false, SPI_OK_SELECT) == 0)
 		return false;
 	value = a2_col(0, 1, &isnull);
 	if (isnull)

@@ -24,6 +24,8 @@
 #              skipped when node or clients/node's npm deps are missing)
 #   stress     test/stress's driver and invariants for a short run
 #   dump       pg_dump of the coordinator restores into a single-node a2
+#   fleet      a2_claim_next, a2_list_sessions and a2_drop_finished_sessions
+#              across shards (fleet.py)
 # then stops every node (by data directory) and deletes the data.
 #
 # Environment: A2_CITUS_BASE (default /tmp/a2-citus), A2_CITUS_PORT (coordinator
@@ -110,6 +112,19 @@ fi
 
 . "$here/checks.sh"
 . "$here/stream.sh"
+
+# --- fleet: work discovery across shards (SPEC 7.6) -----------------------------
+# last: its drop check drops every finished session of the earlier checks
+if /usr/bin/python3 -c 'import psycopg' 2>/dev/null; then
+	if /usr/bin/python3 "$here/fleet.py" "$coord" "$w1" "$w2" >"$work/fleet.out" 2>&1; then
+		sed 's/^ok   /ok   fleet /' "$work/fleet.out"
+	else
+		cat "$work/fleet.out"
+		fail "fleet (test/citus/fleet.py)"
+	fi
+else
+	fail "fleet: python3-psycopg is missing (scripts/deps.sh installs it)"
+fi
 
 echo
 if [[ $failed -ne 0 ]]; then
