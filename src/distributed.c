@@ -490,6 +490,130 @@ dist_presence_write(const A2PresenceWrite *f)
 	a2_spi_end();
 }
 
+/* ---- snapshots: single-row statements -------------------------------- */
+
+/*
+ * Citus runs no INSERT ... SELECT as a single-shard router query, so a pin
+ * is one INSERT ... VALUES each and the head moves to history through C
+ * (read it, then insert it as snapshots.c's put_history would).
+ */
+static A2Statement insert_pin = {
+	.sql = "INSERT INTO @extschema@.a2_snapshot_pins"
+	"  (session_id, event_index, reducer_name, up_to_index)"
+	" VALUES ($1, $4, $2, $3) ON CONFLICT DO NOTHING",
+	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8OID}
+};
+
+static A2Statement read_head = {
+	.sql = "SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
+	"  FROM @extschema@.a2_snapshots s"
+	" WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2",
+	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
+};
+
+static A2Statement history_row = {
+	.sql = "INSERT INTO @extschema@.a2_snapshot_history"
+	"  (session_id, reducer_name, up_to_index, state, updated_at)"
+	" VALUES ($1, $2, $3, $4, $5)"
+	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
+	"   SET state = excluded.state, updated_at = excluded.updated_at",
+	.nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
+};
+
+static void
+dist_insert_pins(const char *session_id, const char *reducer, int64 index,
+				 const int64 *pins, int n)
+{
+	Datum		values[4];
+
+	values[0] = CStringGetTextDatum(session_id);
+	values[1] = CStringGetTextDatum(reducer);
+	values[2] = Int64GetDatum(index);
+	for (int j = 0; j < n; j++)
+	{
+		values[3] = Int64GetDatum(pins[j]);
+		a2_exec_latest(&insert_pin, values, NULL, SPI_OK_INSERT);
+	}
+}
+
+static void
+dist_head_to_history(const char *session_id, const char *reducer)
+{
+	Datum		key[2] = {CStringGetTextDatum(session_id), CStringGetTextDatum(reducer)};
+	Datum		row[5];
+
+	if (a2_exec_latest(&read_head, key, NULL, SPI_OK_SELECT) != 1)
+		return;
+	/* the tuple table stays valid until a2_spi_end(); no column is null */
+	for (int c = 0; c < 5; c++)
+	{
+		bool		isnull;
+
+		row[c] = a2_col(0, c + 1, &isnull);
+	}
+	a2_exec_latest(&history_row, row, NULL, SPI_OK_INSERT);
+}
+
+/* ---- state reads: one routed statement per request ------------------- */
+
+/*
+ * a2_read_state(s)' statement for one request ($1 session, $2 through, $3
+ * snapshot-through, $4 reducer), every relation filtered on session_id =
+ * $1, so Citus routes it whole to the session's shard (one snapshot
+ * there).  a2_read_states runs it once per request, in request order.
+ */
+static A2Statement read_state_one = {
+	.sql = "WITH sel AS MATERIALIZED ("
+	"  SELECT (SELECT h.up_to_index FROM @extschema@.a2_snapshots h"
+	"           WHERE h.session_id OPERATOR(pg_catalog.=) $1 AND h.reducer_name OPERATOR(pg_catalog.=) $4) AS head_index,"
+	"         c.up_to_index AS snap_index, c.state AS snap_state"
+	"    FROM (SELECT 1) AS one"
+	"    LEFT JOIN LATERAL ("
+	"      SELECT u.up_to_index, u.state FROM ("
+	"        (SELECT s.up_to_index, s.state FROM @extschema@.a2_snapshots s"
+	"          WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $4"
+	"            AND s.up_to_index OPERATOR(pg_catalog.<=) COALESCE($3, 9223372036854775807))"
+	"        UNION ALL"
+	"        (SELECT x.up_to_index, x.state FROM @extschema@.a2_snapshot_history x"
+	"          WHERE x.session_id OPERATOR(pg_catalog.=) $1 AND x.reducer_name OPERATOR(pg_catalog.=) $4"
+	"            AND x.up_to_index OPERATOR(pg_catalog.<=) COALESCE($3, 9223372036854775807)"
+	"          ORDER BY x.up_to_index DESC LIMIT 1)"
+	"      ) u ORDER BY u.up_to_index DESC LIMIT 1"
+	"    ) c ON true"
+	") "
+	"SELECT NULL::pg_catalog.text, NULL::bigint, NULL::pg_catalog.text, NULL::pg_catalog.jsonb, NULL::pg_catalog.text, NULL::bigint,"
+	"       1, 0, sel.head_index, sel.snap_index, sel.snap_state"
+	"  FROM sel "
+	"UNION ALL "
+	"SELECT e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at,"
+	"       1, 1, NULL, NULL, NULL"
+	"  FROM sel, @extschema@.a2_events e"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1"
+	"   AND e.idx OPERATOR(pg_catalog.>) COALESCE(sel.snap_index, -1)"
+	"   AND e.idx OPERATOR(pg_catalog.<=) COALESCE($2, 9223372036854775807) "
+	"ORDER BY 8, 2",
+	.nargs = 4, .argtypes = {TEXTOID, INT8OID, INT8OID, TEXTOID}
+};
+
+static void
+dist_read_states(const A2StateRequests *req, const char *reducer,
+				 A2RowsCallback emit, void *arg)
+{
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+
+	values[3] = CStringGetTextDatum(reducer);
+	for (int i = 0; i < req->count; i++)
+	{
+		values[0] = CStringGetTextDatum(req->sessions[i]);
+		values[1] = Int64GetDatum(req->through[i]);
+		nulls[1] = req->through_null[i] ? 'n' : ' ';
+		values[2] = Int64GetDatum(req->snap_through[i]);
+		nulls[2] = req->snap_null[i] ? 'n' : ' ';
+		emit(a2_exec(&read_state_one, values, nulls, true, SPI_OK_SELECT), arg);
+	}
+}
+
 /*
  * Read this node's shards of a2_events and build the walk's statements over
  * them; false when the node holds none.  At the start of each walk, so a
@@ -584,6 +708,9 @@ const A2Layer a2_dist_layer = {
 	.try_lock_participant = dist_try_lock_participant,
 	.insert_events = dist_insert_events,
 	.presence_write = dist_presence_write,
+	.insert_pins = dist_insert_pins,
+	.head_to_history = dist_head_to_history,
+	.read_states = dist_read_states,
 	.next_available = dist_next_available,
 	.next_retry_at = dist_next_retry_at,
 };

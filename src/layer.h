@@ -61,6 +61,20 @@ typedef struct A2PresenceWrite
 	char	  **del_fields;
 } A2PresenceWrite;
 
+/* a2_read_state(s)'s requests: session, through and snapshot-through each */
+typedef struct A2StateRequests
+{
+	int			count;
+	char	  **sessions;
+	int64	   *through;
+	int64	   *snap_through;
+	bool	   *through_null;
+	bool	   *snap_null;
+} A2StateRequests;
+
+/* receives each result of read_states: its rows are in SPI_tuptable */
+typedef void (*A2RowsCallback) (uint64 nrows, void *arg);
+
 typedef struct A2Layer
 {
 	const char *name;
@@ -84,6 +98,22 @@ typedef struct A2Layer
 
 	/* a2_presence_set's write, participant lock included; connects SPI. */
 	void		(*presence_write) (const A2PresenceWrite *w);
+
+	/*
+	 * a2_put_snapshots under the session lock: pin events pins[0..n) for
+	 * the snapshot of `reducer` at `index`; copy the reducer's head row to
+	 * the history.
+	 */
+	void		(*insert_pins) (const char *session_id, const char *reducer,
+								int64 index, const int64 *pins, int n);
+	void		(*head_to_history) (const char *session_id, const char *reducer);
+
+	/*
+	 * a2_read_state(s): the rows of state.c's layout for the requests, in
+	 * request order, handed to `emit` (once, or once per request).
+	 */
+	void		(*read_states) (const A2StateRequests *req, const char *reducer,
+								A2RowsCallback emit, void *arg);
 
 	/*
 	 * a2_claim_next's walk: the first entry of a2_events_available that is

@@ -339,6 +339,106 @@ local_presence_write(const A2PresenceWrite *w)
 }
 
 
+/* ---- snapshots (snapshots.c) ----------------------------------------- */
+
+static A2Statement insert_pins = {
+	.sql = "INSERT INTO @extschema@.a2_snapshot_pins"
+	"  (session_id, event_index, reducer_name, up_to_index)"
+	" SELECT $1, i.idx, $2, $3 FROM pg_catalog.unnest($4) AS i(idx)"
+	" ON CONFLICT DO NOTHING",
+	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8ARRAYOID}
+};
+
+static A2Statement head_to_history = {
+	.sql = "INSERT INTO @extschema@.a2_snapshot_history"
+	"  (session_id, reducer_name, up_to_index, state, updated_at)"
+	" SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
+	"   FROM @extschema@.a2_snapshots s"
+	"  WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2"
+	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
+	"   SET state = excluded.state, updated_at = excluded.updated_at",
+	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
+};
+
+static void
+local_insert_pins(const char *session_id, const char *reducer, int64 index,
+				  const int64 *pins, int n)
+{
+	Datum		values[4];
+
+	values[0] = CStringGetTextDatum(session_id);
+	values[1] = CStringGetTextDatum(reducer);
+	values[2] = Int64GetDatum(index);
+	values[3] = a2_int8_array(unconstify(int64 *, pins), NULL, n);
+	a2_exec_latest(&insert_pins, values, NULL, SPI_OK_INSERT);
+}
+
+static void
+local_head_to_history(const char *session_id, const char *reducer)
+{
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(session_id);
+	values[1] = CStringGetTextDatum(reducer);
+	a2_exec_latest(&head_to_history, values, NULL, SPI_OK_INSERT);
+}
+
+/* ---- state reads (state.c): every request in one statement ----------- */
+
+static A2Statement read_states = {
+	.sql = "WITH req AS ("
+	"  SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3))"
+	"    WITH ORDINALITY AS r(session_id, through, snap_through, ord)"
+	"), sel AS MATERIALIZED ("
+	"  SELECT r.ord, r.session_id, r.through, h.up_to_index AS head_index,"
+	"         c.up_to_index AS snap_index, c.state AS snap_state"
+	"    FROM req r"
+	"    LEFT JOIN @extschema@.a2_snapshots h"
+	"      ON h.session_id OPERATOR(pg_catalog.=) r.session_id AND h.reducer_name OPERATOR(pg_catalog.=) $4"
+	"    LEFT JOIN LATERAL ("
+	"      SELECT u.up_to_index, u.state FROM ("
+	"        (SELECT s.up_to_index, s.state FROM @extschema@.a2_snapshots s"
+	"          WHERE s.session_id OPERATOR(pg_catalog.=) r.session_id AND s.reducer_name OPERATOR(pg_catalog.=) $4"
+	"            AND s.up_to_index OPERATOR(pg_catalog.<=) COALESCE(r.snap_through, 9223372036854775807))"
+	"        UNION ALL"
+	"        (SELECT x.up_to_index, x.state FROM @extschema@.a2_snapshot_history x"
+	"          WHERE x.session_id OPERATOR(pg_catalog.=) r.session_id AND x.reducer_name OPERATOR(pg_catalog.=) $4"
+	"            AND x.up_to_index OPERATOR(pg_catalog.<=) COALESCE(r.snap_through, 9223372036854775807)"
+	"          ORDER BY x.up_to_index DESC LIMIT 1)"
+	"      ) u ORDER BY u.up_to_index DESC LIMIT 1"
+	"    ) c ON true"
+	") "
+	"SELECT NULL::pg_catalog.text, NULL::bigint, NULL::pg_catalog.text, NULL::pg_catalog.jsonb, NULL::pg_catalog.text, NULL::bigint,"
+	"       sel.ord, 0, sel.head_index, sel.snap_index, sel.snap_state"
+	"  FROM sel "
+	"UNION ALL "
+	"SELECT e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at,"
+	"       sel.ord, 1, NULL, NULL, NULL"
+	"  FROM sel CROSS JOIN LATERAL ("
+	"    SELECT x.session_id, x.idx, x.event_type, x.payload, x.event_id, x.created_at"
+	"      FROM @extschema@.a2_events x"
+	"     WHERE x.session_id OPERATOR(pg_catalog.=) sel.session_id"
+	"       AND x.idx OPERATOR(pg_catalog.>) COALESCE(sel.snap_index, -1)"
+	"       AND x.idx OPERATOR(pg_catalog.<=) COALESCE(sel.through, 9223372036854775807)"
+	"    OFFSET 0"
+	"  ) e "
+	"ORDER BY 7, 8, 2",
+	.nargs = 4, .argtypes = {TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID}
+};
+
+static void
+local_read_states(const A2StateRequests *req, const char *reducer,
+				  A2RowsCallback emit, void *arg)
+{
+	Datum		values[4];
+
+	values[0] = a2_text_array(req->sessions, req->count);
+	values[1] = a2_int8_array(req->through, req->through_null, req->count);
+	values[2] = a2_int8_array(req->snap_through, req->snap_null, req->count);
+	values[3] = CStringGetTextDatum(reducer);
+	emit(a2_exec(&read_states, values, NULL, true, SPI_OK_SELECT), arg);
+}
+
 /* ---- a2_claim_next's walk (claim_next.c) ----------------------------- */
 
 /*
@@ -414,6 +514,9 @@ const A2Layer a2_local_layer = {
 	.try_lock_participant = local_try_lock_participant,
 	.insert_events = local_insert_events,
 	.presence_write = local_presence_write,
+	.insert_pins = local_insert_pins,
+	.head_to_history = local_head_to_history,
+	.read_states = local_read_states,
 	.next_available = local_next_available,
 	.next_retry_at = local_next_retry_at,
 };

@@ -12,18 +12,17 @@
  *	  the row and forgets.)  Expiry is now + ttl_ms on the store clock,
  *	  never `at`; an expired row or tombstone counts as absent everywhere.
  *
- *	  Concurrent writers of one participant serialize on a transaction
- *	  advisory lock in the two-key space (key 1 = A2_PRESENCE_LOCK_CLASS,
- *	  key 2 = hashtext(ns || ':' || participant)), which never collides with
- *	  the one-key session locks.  Without it a delete and an older write
- *	  could both pass their checks and resurrect the field.  (Distributed
- *	  mode: a row lock and per-field statements, in distributed.c.)  Lock
- *	  order: the participant lock, then its rows; the checks after it read
- *	  the latest committed state, also under REPEATABLE READ.
+ *	  Concurrent writers of one participant serialize on the participant
+ *	  lock (layer.h: a transaction advisory lock in local.c's two-key
+ *	  space on one node, a row lock in distributed mode), and the layer
+ *	  writes the fields.  Without it a delete and an older write could both
+ *	  pass their checks and resurrect the field.  Lock order: the
+ *	  participant lock, then its rows; the checks after it read the latest
+ *	  committed state, also under REPEATABLE READ.
  *
  *	  A read sweeps expired rows of its namespace as housekeeping, and
  *	  never waits for it: it takes a participant's lock only if free
- *	  (pg_try_advisory_xact_lock), deletes that participant's expired rows
+ *	  (the layer's try form), deletes that participant's expired rows
  *	  (nobody else can hold them: every writer takes the lock first) and
  *	  leaves the others for a later read.  So readers of several
  *	  namespaces, in any order, never wait on each other or on writers

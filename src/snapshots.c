@@ -32,6 +32,7 @@
 
 #include "a2.h"
 #include "clock.h"
+#include "layer.h"
 #include "spi_plans.h"
 #include "validate.h"
 
@@ -51,13 +52,6 @@ static A2Statement lock_head = {
 	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
 };
 
-static A2Statement insert_pins = {
-	.sql = "INSERT INTO @extschema@.a2_snapshot_pins"
-	"  (session_id, event_index, reducer_name, up_to_index)"
-	" SELECT $1, i.idx, $2, $3 FROM pg_catalog.unnest($4) AS i(idx)"
-	" ON CONFLICT DO NOTHING",
-	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8ARRAYOID}
-};
 
 static A2Statement is_pinned = {
 	.sql = "SELECT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p"
@@ -65,16 +59,6 @@ static A2Statement is_pinned = {
 	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
 };
 
-static A2Statement head_to_history = {
-	.sql = "INSERT INTO @extschema@.a2_snapshot_history"
-	"  (session_id, reducer_name, up_to_index, state, updated_at)"
-	" SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
-	"   FROM @extschema@.a2_snapshots s"
-	"  WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2"
-	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
-	"   SET state = excluded.state, updated_at = excluded.updated_at",
-	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
-};
 
 /* the guard keeps a slower TypeScript writer from moving the head back */
 static A2Statement put_head = {
@@ -103,24 +87,6 @@ static A2Statement drop_history_at = {
 	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
 };
 
-/*
- * Distributed mode: Citus runs no INSERT ... SELECT as a single-shard
- * router query, so a pin is one INSERT ... VALUES each and the head moves
- * to history through C (read it, then put_history).
- */
-static A2Statement insert_pin = {
-	.sql = "INSERT INTO @extschema@.a2_snapshot_pins"
-	"  (session_id, event_index, reducer_name, up_to_index)"
-	" VALUES ($1, $4, $2, $3) ON CONFLICT DO NOTHING",
-	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8OID}
-};
-
-static A2Statement read_head = {
-	.sql = "SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
-	"  FROM @extschema@.a2_snapshots s"
-	" WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2",
-	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
-};
 
 typedef struct SnapshotWrite
 {
@@ -248,7 +214,6 @@ pin_write(PutContext *ctx, SnapshotWrite *w)
 {
 	int64	   *keep = palloc(sizeof(int64) * Max(w->npins, 1));
 	int			n = 0;
-	Datum		values[4];
 
 	if (ctx->nunfinished == 0)
 		return;
@@ -258,39 +223,9 @@ pin_write(PutContext *ctx, SnapshotWrite *w)
 			keep[n++] = w->pins[j];
 	if (n == 0)
 		return;
-	values[0] = CStringGetTextDatum(ctx->session_id);
-	values[1] = CStringGetTextDatum(ctx->reducer);
-	values[2] = Int64GetDatum(w->index);
-	if (a2_distributed())
-	{
-		for (int j = 0; j < n; j++)
-		{
-			values[3] = Int64GetDatum(keep[j]);
-			a2_exec_latest(&insert_pin, values, NULL, SPI_OK_INSERT);
-		}
-		return;
-	}
-	values[3] = a2_int8_array(keep, NULL, n);
-	a2_exec_latest(&insert_pins, values, NULL, SPI_OK_INSERT);
+	a2_layer()->insert_pins(ctx->session_id, ctx->reducer, w->index, keep, n);
 }
 
-/* head_to_history in distributed mode: the head row, then put_history */
-static void
-head_to_history_routed(Datum *key)
-{
-	Datum		row[5];
-
-	if (a2_exec_latest(&read_head, key, NULL, SPI_OK_SELECT) != 1)
-		return;
-	/* the tuple table stays valid until a2_spi_end(); no column is null */
-	for (int c = 0; c < 5; c++)
-	{
-		bool		isnull;
-
-		row[c] = a2_col(0, c + 1, &isnull);
-	}
-	a2_exec_latest(&put_history, row, NULL, SPI_OK_INSERT);
-}
 
 static bool
 pinned(PutContext *ctx, int64 index)
@@ -334,10 +269,7 @@ put_snapshots(PutContext *ctx)
 		{
 			if (has_head && w->index > head && pinned(ctx, head))
 			{
-				if (a2_distributed())
-					head_to_history_routed(values);
-				else
-					a2_exec_latest(&head_to_history, values, NULL, SPI_OK_INSERT);
+				a2_layer()->head_to_history(ctx->session_id, ctx->reducer);
 			}
 			a2_exec_latest(&put_head, values, NULL, SPI_OK_INSERT);
 			a2_exec_latest(&drop_history_at, values, NULL, SPI_OK_DELETE);

@@ -30,6 +30,7 @@
 
 #include "a2.h"
 #include "json_out.h"
+#include "layer.h"
 #include "spi_plans.h"
 #include "validate.h"
 
@@ -37,7 +38,8 @@ PG_FUNCTION_INFO_V1(a2_read_state);
 PG_FUNCTION_INFO_V1(a2_read_states);
 
 /*
- * Columns 1-6 are the Event columns of A2_EVENT_COLUMNS (NULL on the one
+ * The rows of a state read (the layers' read_states, layer.h): columns
+ * 1-6 are the Event columns of A2_EVENT_COLUMNS (NULL on the one
  * checkpoint row per request), then ord, kind, head, snapshot index/state.
  */
 #define COL_ORD			7
@@ -46,98 +48,11 @@ PG_FUNCTION_INFO_V1(a2_read_states);
 #define COL_SNAP_INDEX	10
 #define COL_SNAP_STATE	11
 
-static A2Statement read_states = {
-	.sql = "WITH req AS ("
-	"  SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3))"
-	"    WITH ORDINALITY AS r(session_id, through, snap_through, ord)"
-	"), sel AS MATERIALIZED ("
-	"  SELECT r.ord, r.session_id, r.through, h.up_to_index AS head_index,"
-	"         c.up_to_index AS snap_index, c.state AS snap_state"
-	"    FROM req r"
-	"    LEFT JOIN @extschema@.a2_snapshots h"
-	"      ON h.session_id OPERATOR(pg_catalog.=) r.session_id AND h.reducer_name OPERATOR(pg_catalog.=) $4"
-	"    LEFT JOIN LATERAL ("
-	"      SELECT u.up_to_index, u.state FROM ("
-	"        (SELECT s.up_to_index, s.state FROM @extschema@.a2_snapshots s"
-	"          WHERE s.session_id OPERATOR(pg_catalog.=) r.session_id AND s.reducer_name OPERATOR(pg_catalog.=) $4"
-	"            AND s.up_to_index OPERATOR(pg_catalog.<=) COALESCE(r.snap_through, 9223372036854775807))"
-	"        UNION ALL"
-	"        (SELECT x.up_to_index, x.state FROM @extschema@.a2_snapshot_history x"
-	"          WHERE x.session_id OPERATOR(pg_catalog.=) r.session_id AND x.reducer_name OPERATOR(pg_catalog.=) $4"
-	"            AND x.up_to_index OPERATOR(pg_catalog.<=) COALESCE(r.snap_through, 9223372036854775807)"
-	"          ORDER BY x.up_to_index DESC LIMIT 1)"
-	"      ) u ORDER BY u.up_to_index DESC LIMIT 1"
-	"    ) c ON true"
-	") "
-	"SELECT NULL::pg_catalog.text, NULL::bigint, NULL::pg_catalog.text, NULL::pg_catalog.jsonb, NULL::pg_catalog.text, NULL::bigint,"
-	"       sel.ord, 0, sel.head_index, sel.snap_index, sel.snap_state"
-	"  FROM sel "
-	"UNION ALL "
-	"SELECT e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at,"
-	"       sel.ord, 1, NULL, NULL, NULL"
-	"  FROM sel CROSS JOIN LATERAL ("
-	"    SELECT x.session_id, x.idx, x.event_type, x.payload, x.event_id, x.created_at"
-	"      FROM @extschema@.a2_events x"
-	"     WHERE x.session_id OPERATOR(pg_catalog.=) sel.session_id"
-	"       AND x.idx OPERATOR(pg_catalog.>) COALESCE(sel.snap_index, -1)"
-	"       AND x.idx OPERATOR(pg_catalog.<=) COALESCE(sel.through, 9223372036854775807)"
-	"    OFFSET 0"
-	"  ) e "
-	"ORDER BY 7, 8, 2",
-	.nargs = 4, .argtypes = {TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID}
-};
 
-/*
- * Distributed mode: the same for one request ($1 session, $2 through, $3
- * snapshot-through, $4 reducer), every relation filtered on session_id =
- * $1, so Citus routes it whole to the session's shard (one snapshot
- * there).  a2_read_states runs it once per request, in request order.
- */
-static A2Statement read_state_one = {
-	.sql = "WITH sel AS MATERIALIZED ("
-	"  SELECT (SELECT h.up_to_index FROM @extschema@.a2_snapshots h"
-	"           WHERE h.session_id OPERATOR(pg_catalog.=) $1 AND h.reducer_name OPERATOR(pg_catalog.=) $4) AS head_index,"
-	"         c.up_to_index AS snap_index, c.state AS snap_state"
-	"    FROM (SELECT 1) AS one"
-	"    LEFT JOIN LATERAL ("
-	"      SELECT u.up_to_index, u.state FROM ("
-	"        (SELECT s.up_to_index, s.state FROM @extschema@.a2_snapshots s"
-	"          WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $4"
-	"            AND s.up_to_index OPERATOR(pg_catalog.<=) COALESCE($3, 9223372036854775807))"
-	"        UNION ALL"
-	"        (SELECT x.up_to_index, x.state FROM @extschema@.a2_snapshot_history x"
-	"          WHERE x.session_id OPERATOR(pg_catalog.=) $1 AND x.reducer_name OPERATOR(pg_catalog.=) $4"
-	"            AND x.up_to_index OPERATOR(pg_catalog.<=) COALESCE($3, 9223372036854775807)"
-	"          ORDER BY x.up_to_index DESC LIMIT 1)"
-	"      ) u ORDER BY u.up_to_index DESC LIMIT 1"
-	"    ) c ON true"
-	") "
-	"SELECT NULL::pg_catalog.text, NULL::bigint, NULL::pg_catalog.text, NULL::pg_catalog.jsonb, NULL::pg_catalog.text, NULL::bigint,"
-	"       1, 0, sel.head_index, sel.snap_index, sel.snap_state"
-	"  FROM sel "
-	"UNION ALL "
-	"SELECT e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at,"
-	"       1, 1, NULL, NULL, NULL"
-	"  FROM sel, @extschema@.a2_events e"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1"
-	"   AND e.idx OPERATOR(pg_catalog.>) COALESCE(sel.snap_index, -1)"
-	"   AND e.idx OPERATOR(pg_catalog.<=) COALESCE($2, 9223372036854775807) "
-	"ORDER BY 8, 2",
-	.nargs = 4, .argtypes = {TEXTOID, INT8OID, INT8OID, TEXTOID}
-};
 
-typedef struct StateRequests
-{
-	int			count;
-	char	  **sessions;
-	int64	   *through;
-	int64	   *snap_through;
-	bool	   *through_null;
-	bool	   *snap_null;
-} StateRequests;
 
 static void
-alloc_requests(StateRequests *req, int count)
+alloc_requests(A2StateRequests *req, int count)
 {
 	int			n = Max(count, 1);
 
@@ -149,51 +64,23 @@ alloc_requests(StateRequests *req, int count)
 	req->snap_null = palloc(sizeof(bool) * n);
 }
 
-static void emit_results(uint64 n, A2Json *js);
+static void emit_results(uint64 n, void *arg);
 
-/* Distributed mode: one routed statement per request, in request order. */
-static void
-run_requests_routed(StateRequests *req, const char *reducer, A2Json *js)
-{
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
-
-	values[3] = CStringGetTextDatum(reducer);
-	for (int i = 0; i < req->count; i++)
-	{
-		values[0] = CStringGetTextDatum(req->sessions[i]);
-		values[1] = Int64GetDatum(req->through[i]);
-		nulls[1] = req->through_null[i] ? 'n' : ' ';
-		values[2] = Int64GetDatum(req->snap_through[i]);
-		nulls[2] = req->snap_null[i] ? 'n' : ' ';
-		emit_results(a2_exec(&read_state_one, values, nulls, true, SPI_OK_SELECT), js);
-	}
-}
 
 /* Emits one result object per request into the open array `js`. */
 static void
-run_requests(StateRequests *req, const char *reducer, A2Json *js)
+run_requests(A2StateRequests *req, const char *reducer, A2Json *js)
 {
-	Datum		values[4];
-
 	if (req->count == 0)
 		return;
-	if (a2_distributed())
-	{
-		run_requests_routed(req, reducer, js);
-		return;
-	}
-	values[0] = a2_text_array(req->sessions, req->count);
-	values[1] = a2_int8_array(req->through, req->through_null, req->count);
-	values[2] = a2_int8_array(req->snap_through, req->snap_null, req->count);
-	values[3] = CStringGetTextDatum(reducer);
-	emit_results(a2_exec(&read_states, values, NULL, true, SPI_OK_SELECT), js);
+	a2_layer()->read_states(req, reducer, emit_results, js);
 }
 
 /* Turn the rows of one read_states/read_state_one result into objects. */
 static void
-emit_results(uint64 n, A2Json *js)
+emit_results(uint64 n, void *arg)
 {
+	A2Json	   *js = arg;
 	bool		open = false;
 
 	for (uint64 r = 0; r < n; r++)
@@ -240,7 +127,7 @@ emit_results(uint64 n, A2Json *js)
 }
 
 static Jsonb *
-read_state_results(StateRequests *req, const char *reducer, bool single)
+read_state_results(A2StateRequests *req, const char *reducer, bool single)
 {
 	MemoryContext caller = a2_spi_begin();
 	A2Json		js = NULL;
@@ -261,7 +148,7 @@ read_state_results(StateRequests *req, const char *reducer, bool single)
 }
 
 static void
-set_bounds(StateRequests *req, int i, bool has_through, int64 through,
+set_bounds(A2StateRequests *req, int i, bool has_through, int64 through,
 		   bool has_snap, int64 snap)
 {
 	req->through_null[i] = !has_through;
@@ -279,7 +166,7 @@ set_bounds(StateRequests *req, int i, bool has_through, int64 through,
 Datum
 a2_read_state(PG_FUNCTION_ARGS)
 {
-	StateRequests req;
+	A2StateRequests req;
 	char	   *reducer;
 	int64		through = 0,
 				snap = 0;
@@ -304,7 +191,7 @@ a2_read_state(PG_FUNCTION_ARGS)
 Datum
 a2_read_states(PG_FUNCTION_ARGS)
 {
-	StateRequests req;
+	A2StateRequests req;
 	Jsonb	   *requests;
 	int			count;
 	char	   *reducer;
