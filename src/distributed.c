@@ -10,14 +10,18 @@
  *	  Session lock.  A transaction advisory lock exists only on the node
  *	  that takes it: a call the coordinator runs (a2 inside a larger
  *	  statement, say) and a call delegated to the worker would each lock
- *	  their own node and interleave.  So the session lock is a row lock on
- *	  the session's a2_session_locks row, which lives in the shard
- *	  colocated with the session's events: every path locks the same row on
- *	  the same node.  The row is created on first use (INSERT ... ON
- *	  CONFLICT DO NOTHING waits for a concurrent creator) and then locked
- *	  FOR UPDATE, reading the latest committed version even under
- *	  REPEATABLE READ.  The try form is FOR UPDATE SKIP LOCKED.  Presence
- *	  participants the same, on a2_presence_locks (distributed by ns).
+ *	  their own node and interleave.  So in distributed mode the session
+ *	  lock is a row lock on the session's a2_session_locks row, which lives
+ *	  in the shard colocated with the session's events: every path locks
+ *	  the same row on the same node.  A call running on that node (a
+ *	  delegated call, a2_claim_next on a worker) locks it straight on the
+ *	  shard table with a kept local plan; a call anywhere else through a
+ *	  statement Citus routes there.  The row is created on first use
+ *	  (INSERT ... ON CONFLICT DO NOTHING waits for a concurrent creator) and
+ *	  then locked FOR UPDATE, reading the latest committed version even
+ *	  under REPEATABLE READ; the try form is FOR UPDATE SKIP LOCKED.
+ *	  Presence participants the same way, on a2_presence_locks
+ *	  (distributed by ns), always through Citus.
  *
  *	  Event insertion: Citus refuses subqueries inside INSERT and would
  *	  route INSERT ... SELECT from unnest() through the coordinator, so the
@@ -27,7 +31,9 @@
  *	  mean that the session lock and the insert met different copies of the
  *	  shard -- a call routed by metadata that a concurrent shard move had
  *	  just changed -- and nothing was written: it is reported as 40001, a
- *	  retry (SPEC 7.6).  Presence writes: per field, single-row statements.
+ *	  retry (SPEC 7.6), as is Citus refusing the statements of a call
+ *	  delegated to the shard's old node.  Presence writes: per field,
+ *	  single-row statements.
  *
  *	  Work discovery (a2_claim_next): a node that holds shards of a2_events
  *	  walks only its own shards, reading the shard tables directly with one
@@ -56,19 +62,34 @@
 #include "session.h"
 #include "spi_plans.h"
 
-static A2Statement lock_row = {
-	.sql = "SELECT 1 FROM @extschema@.a2_session_locks l"
-	" WHERE l.session_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-	.nargs = 1, .argtypes = {TEXTOID}
-};
-
 static A2Statement create_row = {
 	.sql = "INSERT INTO @extschema@.a2_session_locks (session_id) VALUES ($1)"
 	" ON CONFLICT (session_id) DO NOTHING",
 	.nargs = 1, .argtypes = {TEXTOID}
 };
 
-/* the session's lock row unless another transaction holds it */
+/*
+ * The shard of a2_session_locks ($1) that holds session $2, and whether
+ * this node holds its active placement: a local catalog read (Citus's
+ * metadata is on every node), kept as a generic plan.
+ */
+static A2Statement lock_shard = {
+	.sql = "SELECT s.shardid, EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p"
+	"         WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid"
+	"           AND p.shardstate OPERATOR(pg_catalog.=) 1"
+	"           AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g))"
+	"  FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) AS shardid) s",
+	.local_only = true,
+	.nargs = 2, .argtypes = {REGCLASSOID, TEXTOID}
+};
+
+/* The session's lock row through Citus, from any node. */
+static A2Statement lock_row = {
+	.sql = "SELECT 1 FROM @extschema@.a2_session_locks l"
+	" WHERE l.session_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	.nargs = 1, .argtypes = {TEXTOID}
+};
+
 static A2Statement try_lock_row = {
 	.sql = "SELECT 1 FROM @extschema@.a2_session_locks l"
 	" WHERE l.session_id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
@@ -80,6 +101,32 @@ static A2Statement row_exists = {
 	" WHERE l.session_id OPERATOR(pg_catalog.=) $1",
 	.nargs = 1, .argtypes = {TEXTOID}
 };
+
+static A2Statement has_events = {
+	.sql = "SELECT 1 FROM @extschema@.a2_events e"
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 LIMIT 1",
+	.nargs = 1, .argtypes = {TEXTOID}
+};
+
+/*
+ * The same three on one shard of a2_session_locks, read directly: plain
+ * local statements with kept plans, for sessions whose shard is on this
+ * node (shard_locks(), one set per shard).
+ */
+#define SHARD_LOCK_SQL(suffix) \
+	"SELECT 1 FROM @extschema@.a2_session_locks_" INT64_FORMAT " l" \
+	" WHERE l.session_id OPERATOR(pg_catalog.=) $1" suffix
+
+typedef struct ShardLocks
+{
+	int64		shardid;
+	A2Statement lock;
+	A2Statement try_lock;
+	A2Statement exists;
+} ShardLocks;
+
+static ShardLocks **shard_locks_cache = NULL;
+static int	shard_locks_count = 0;
 
 static A2Statement last_index = {
 	.sql = "SELECT e.idx FROM @extschema@.a2_events e"
@@ -258,29 +305,139 @@ try_lock_or_create_row(A2Statement *try_lock, A2Statement *exists,
 	return a2_exec_latest(try_lock, key, NULL, SPI_OK_SELECT) == 1;
 }
 
+static void rethrow_retryable(MemoryContext context, const char *session_id);
+
+/* The statements that lock session rows of one local shard. */
+static ShardLocks *
+shard_locks(int64 shardid)
+{
+	ShardLocks *sl;
+	MemoryContext old;
+
+	for (int i = 0; i < shard_locks_count; i++)
+		if (shard_locks_cache[i]->shardid == shardid)
+			return shard_locks_cache[i];
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (shard_locks_cache == NULL)
+		shard_locks_cache = palloc(sizeof(ShardLocks *) * 64);
+	else if (shard_locks_count % 64 == 0)
+		shard_locks_cache = repalloc(shard_locks_cache,
+									 sizeof(ShardLocks *) * (shard_locks_count + 64));
+	sl = palloc0(sizeof(ShardLocks));
+	sl->shardid = shardid;
+	sl->lock = (A2Statement) {.local_only = true, .nargs = 1, .argtypes = {TEXTOID}};
+	sl->try_lock = sl->lock;
+	sl->exists = sl->lock;
+	MemoryContextSwitchTo(old);
+	a2_set_statement_text(&sl->lock, psprintf(SHARD_LOCK_SQL(" FOR UPDATE"), shardid));
+	a2_set_statement_text(&sl->try_lock, psprintf(SHARD_LOCK_SQL(" FOR UPDATE SKIP LOCKED"), shardid));
+	a2_set_statement_text(&sl->exists, psprintf(SHARD_LOCK_SQL(""), shardid));
+	shard_locks_cache[shard_locks_count++] = sl;
+	return sl;
+}
+
 /*
- * Each lock function connects SPI itself (some callers lock before they
- * connect); the row lock lasts until the transaction ends, and SPI_finish
+ * The lock statements for the session: the shard's own when its shard is
+ * on this node -- where a delegated call runs, and a2_claim_next on a
+ * worker -- so locking costs no Citus planning there; else the routed ones.
+ * Both lock the same row on the same node.  (A shard move between this
+ * check and the writes is what rethrow_retryable() turns into 40001.)
+ */
+static void
+lock_statements(Datum session, A2Statement **lock, A2Statement **try_lock,
+				A2Statement **exists)
+{
+	Datum		values[2] = {ObjectIdGetDatum(a2_relid("a2_session_locks")), session};
+
+	a2_exec(&lock_shard, values, NULL, true, SPI_OK_SELECT);
+	if (a2_col_bool(0, 2))
+	{
+		ShardLocks *sl = shard_locks(a2_col_int64(0, 1));
+
+		*lock = &sl->lock;
+		*try_lock = &sl->try_lock;
+		*exists = &sl->exists;
+	}
+	else
+	{
+		*lock = &lock_row;
+		*try_lock = &try_lock_row;
+		*exists = &row_exists;
+	}
+}
+
+/*
+ * The session lock: the session's a2_session_locks row FOR UPDATE, created
+ * on first use (through Citus, which writes it on the shard's node).  Each
+ * lock function connects SPI itself (some callers lock before they
+ * connect); the lock lasts until the transaction ends, and SPI_finish
  * restores the caller's SPI_tuptable.
  */
 static void
 dist_lock_session(const char *session_id)
 {
 	Datum		key[1] = {CStringGetTextDatum(session_id)};
+	MemoryContext context = CurrentMemoryContext;
 
 	a2_spi_begin();
-	lock_or_create_row(&lock_row, &create_row, key, "session", session_id);
+	PG_TRY();
+	{
+		A2Statement *lock;
+		A2Statement *try_lock;
+		A2Statement *exists;
+
+		lock_statements(key[0], &lock, &try_lock, &exists);
+		lock_or_create_row(lock, &create_row, key, "session", session_id);
+	}
+	PG_CATCH();
+	{
+		rethrow_retryable(context, session_id);
+	}
+	PG_END_TRY();
 	a2_spi_end();
+}
+
+/*
+ * The try form, never waiting: false when another transaction holds the
+ * row.  A session without a row yet is being created right now (its first
+ * call holds the lock while it writes the row), so it is busy too -- unless
+ * it has events committed before any row was written (a store distributed
+ * with its data): then the row is created here, once.
+ */
+static bool
+try_lock_session(Datum *key)
+{
+	A2Statement *lock;
+	A2Statement *try_lock;
+	A2Statement *exists;
+
+	lock_statements(key[0], &lock, &try_lock, &exists);
+	if (a2_exec_latest(try_lock, key, NULL, SPI_OK_SELECT) == 1)
+		return true;
+	if (a2_exec_latest(exists, key, NULL, SPI_OK_SELECT) > 0 ||
+		a2_exec_latest(&has_events, key, NULL, SPI_OK_SELECT) == 0)
+		return false;
+	a2_exec(&create_row, key, NULL, false, SPI_OK_INSERT);
+	return a2_exec_latest(try_lock, key, NULL, SPI_OK_SELECT) == 1;
 }
 
 static bool
 dist_try_lock_session(const char *session_id)
 {
 	Datum		key[1] = {CStringGetTextDatum(session_id)};
-	bool		locked;
+	MemoryContext context = CurrentMemoryContext;
+	bool		locked = false;
 
 	a2_spi_begin();
-	locked = try_lock_or_create_row(&try_lock_row, &row_exists, &create_row, key);
+	PG_TRY();
+	{
+		locked = try_lock_session(key);
+	}
+	PG_CATCH();
+	{
+		rethrow_retryable(context, session_id);
+	}
+	PG_END_TRY();
 	a2_spi_end();
 	return locked;
 }
@@ -346,15 +503,48 @@ lane_listed(char **lanes, int n, const char *lane)
 }
 
 /*
- * Run one event's INSERT; a unique violation becomes 40001 (see the head
- * of this file).  Nothing is caught but that error, which is re-raised
- * with another SQLSTATE: the transaction is aborted either way.
+ * Errors that only mean the session's shard moved while the call ran: a
+ * unique violation of an insert (ON CONFLICT absorbs every other unique
+ * key a2 writes, so it is the primary key (session_id, idx): the lock and
+ * the insert met different copies of the shard), and Citus refusing a
+ * statement that a call delegated to the shard's old node would have to
+ * send elsewhere.
  */
+static bool
+shard_moved_error(ErrorData *edata)
+{
+	return edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION ||
+		(edata->sqlerrcode == ERRCODE_INTERNAL_ERROR && edata->message != NULL &&
+		 strstr(edata->message, "cannot execute a distributed query from a query on a shard") != NULL);
+}
+
+/*
+ * In PG_CATCH of a block that ran statements for the session: re-raise a
+ * shard-moved error as 40001 (SPEC 7.6), anything else as it was.  The
+ * transaction is aborted either way.
+ */
+static void
+rethrow_retryable(MemoryContext context, const char *session_id)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(context);
+	edata = CopyErrorData();
+	if (!shard_moved_error(edata))
+		PG_RE_THROW();
+	FlushErrorState();
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("the shard of session \"%s\" moved during the call", session_id),
+			 errdetail("%s", edata->message),
+			 errhint("Nothing of the transaction is written; retry it, appends with the same event ids.")));
+}
+
 static uint64
 insert_one_row(A2Statement *stmt, Datum *values, const char *nulls,
 			   const char *session_id)
 {
-	MemoryContext oldcontext = CurrentMemoryContext;
+	MemoryContext context = CurrentMemoryContext;
 	uint64		n = 0;
 
 	PG_TRY();
@@ -363,19 +553,7 @@ insert_one_row(A2Statement *stmt, Datum *values, const char *nulls,
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcontext);
-		edata = CopyErrorData();
-		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
-			PG_RE_THROW();
-		FlushErrorState();
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not append to session \"%s\": its shard moved during the call",
-						session_id),
-				 errdetail("%s", edata->message),
-				 errhint("Nothing was written; retry the call (with the same event ids).")));
+		rethrow_retryable(context, session_id);
 	}
 	PG_END_TRY();
 	return n;
