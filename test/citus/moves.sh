@@ -84,6 +84,17 @@ moves_run() {
 		done
 	done
 	echo "moves:$timings"
+	# where a session lives, the runbook's two ways: a2's placements, and
+	# citus_shards for a table colocated with them (handled, setup.sql)
+	local where
+	where=$(q -c "SELECT count(*) FROM generate_series(1, 12) g
+				  WHERE citus_test_port('mv-' || g) IS DISTINCT FROM
+						(SELECT nodeport FROM citus_shards
+						  WHERE shardid = get_shard_id_for_distribution_column('handled', 'mv-' || g))")
+	if [[ $where != 0 ]]; then
+		echo "citus_shards places $where load session(s) on another node than pg_dist_placement does"
+		ok=0
+	fi
 
 	# 2. a new node, then a rebalance
 	local w3=$A2_CITUS_W3 after

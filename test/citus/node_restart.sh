@@ -28,12 +28,11 @@
 
 victim_dir=$A2_CITUS_LOGS/w2
 node_up() { as_postgres "$PGBIN/pg_ctl" start -D "$victim_dir" -l "$A2_CITUS_LOGS/w2.log" -w -t 120 -s; }
+# prepared transactions on the coordinator and every worker, counted as
+# the runbook does
 prepared_total() {
-	local p n=0
-	for p in "$coord" "$w1" "$w2"; do
-		n=$((n + $(q -p "$p" -c 'SELECT count(*) FROM pg_prepared_xacts')))
-	done
-	echo "$n"
+	q -c "SELECT (SELECT count(*) FROM pg_prepared_xacts)
+				 + (SELECT sum(result::int) FROM run_command_on_workers('SELECT count(*) FROM pg_prepared_xacts'))"
 }
 # recover_until_clean: recover_prepared_transactions() on the coordinator
 # until no node has a prepared transaction; 100 rounds at most
@@ -175,7 +174,7 @@ restart_run() {
 		fi
 		resume_ms=$((($(date +%s%N) - t0) / 1000000))
 		echo "restart round $round (-m $mode): down ${down_ms}ms; start + recover_prepared_transactions() ${up_ms}ms (recovered $recovered); 30 calls acknowledged ${resume_ms}ms after"
-		rounds+=" $mode"
+		rounds+="${rounds:+,} $mode"
 	done
 	load_stop || ok=0
 	t0=$(date +%s%N)
@@ -186,7 +185,7 @@ restart_run() {
 	echo "restart: nothing prepared on any node $((($(date +%s%N) - t0) / 1000000))ms after the load stopped"
 	load_verify || ok=0
 	if [[ $ok -eq 1 ]]; then
-		pass "restart: w2 stopped (-m${rounds# }) and started under 4 clients, nothing prepared left after recovery: $(load_summary_line restart)"
+		pass "restart: w2 stopped (-m:$rounds) and started under 4 clients, nothing prepared left after recovery: $(load_summary_line restart)"
 	else
 		fail "restart"
 	fi
