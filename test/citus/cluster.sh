@@ -25,6 +25,8 @@
 #                  and the spare worker the one after (default 54340)
 #   A2_CITUS_FSYNC fsync setting of every node (default off: the tests
 #                  check behaviour, not durability; bench/citus.sh uses on)
+#   A2_CITUS_WAL_LEVEL wal_level of every node (default logical, which shard
+#                  moves in modes auto and force_logical need)
 #
 # Needs Citus installed in the PostgreSQL that PG_CONFIG names; the caller
 # (test/citus/run.sh) checks that first.
@@ -67,7 +69,7 @@ unix_socket_directories = '$sockdir'
 shared_preload_libraries = 'citus,a2'
 max_connections = 100
 max_prepared_transactions = 40
-wal_level = logical
+wal_level = ${A2_CITUS_WAL_LEVEL:-logical}
 shared_buffers = 64MB
 fsync = ${A2_CITUS_FSYNC:-off}
 timezone = 'UTC'
