@@ -80,4 +80,10 @@ SELECT citus_test_ok((SELECT m.eligible_events >= 0 AND m.leased_events >= 1
 							 AND m.dead_letters >= 0 AND m.scheduled_events >= 0
 						FROM a2_metrics() m),
 					 'a2_metrics reads across shards (the claim above is leased)');
+-- and compare a column with the shards' rows: a dead letter on each worker
+SELECT citus_test_ok(m.measured_at IS NOT NULL
+					 AND m.dead_letters >= 2
+					 AND m.dead_letters = (SELECT count(*) FROM a2_events WHERE failed_at IS NOT NULL AND processed_at IS NULL),
+					 'a2_metrics reads across shards')
+  FROM a2_metrics() m;
 \echo protocol: passed

@@ -25,12 +25,21 @@
 #   stress     test/stress's driver and invariants for a short run
 #   dump       pg_dump of the coordinator restores into a single-node a2
 #   fleet      a2_claim_next, a2_list_sessions and a2_drop_finished_sessions
-#              across shards (fleet.py)
-# then stops every node (by data directory) and deletes the data.
+#              across shards (fleet.py; python3-psycopg)
+#   grants     a role made with a2_grant_worker runs the protocol through the
+#              coordinator, and nothing else (grants.sh)
+#   restart    a worker stopped with -m immediate: a transaction in doubt
+#              and its recovery; then under a 4-client load (node_restart.sh)
+#   moves      shard moves in the three transfer modes, a new node and a
+#              rebalance, under a 4-client load (moves.sh)
+# then stops every node (by data directory) and deletes the data.  The
+# restart and moves loads are test/citus/load.py (python3-psycopg).
 #
 # Environment: A2_CITUS_BASE (default /tmp/a2-citus), A2_CITUS_PORT (coordinator
-# port, workers the next two; default 54340), A2_CITUS_STRESS_SECONDS (10),
-# A2_CITUS_KEEP=1 keeps the cluster running afterwards.
+# port, workers the next two, a spare worker the one after; default 54340),
+# A2_CITUS_STRESS_SECONDS (10), A2_CITUS_KEEP=1 keeps the cluster running
+# afterwards, A2_CITUS_ONLY="grants restart moves" runs only the protocol and
+# those parts (any of checks, grants, restart, moves; default all).
 
 set -euo pipefail
 
@@ -53,6 +62,7 @@ work=$(mktemp -d /tmp/a2-citus-test.XXXXXX)
 chmod 0755 "$work"
 
 cleanup() {
+	declare -F load_kill >/dev/null && load_kill
 	if [[ ${A2_CITUS_KEEP:-0} == 1 ]]; then
 		a2_log "citus: leaving the cluster running (A2_CITUS_KEEP=1)"
 	else
@@ -82,7 +92,7 @@ q -c 'CREATE EXTENSION a2' -c 'SELECT a2_distribute()' -c 'SELECT a2_distribute(
 q -f "$here/setup.sql" >/dev/null
 
 # --- schema: identical on every node -----------------------------------------
-describe="SELECT md5(string_agg(x, ';' ORDER BY x)) FROM (
+describe_rows="SELECT x FROM (
 	SELECT indexrelid::regclass::text || ':' || pg_get_indexdef(indexrelid) AS x
 	  FROM pg_index WHERE indrelid IN (SELECT objid FROM pg_depend
 		WHERE refobjid = (SELECT oid FROM pg_extension WHERE extname = 'a2') AND deptype = 'e')
@@ -91,7 +101,8 @@ describe="SELECT md5(string_agg(x, ';' ORDER BY x)) FROM (
 	 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'a2') AND d.deptype = 'e'
 	UNION ALL
 	SELECT c.relname FROM pg_class c JOIN pg_depend d ON d.objid = c.oid
-	 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'a2') AND d.deptype = 'e') s"
+	 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'a2') AND d.deptype = 'e') s ORDER BY x"
+describe="SELECT md5(string_agg(x, ';' ORDER BY x)) FROM ($describe_rows) d"
 sums=$(for p in "$coord" "$w1" "$w2"; do q -p "$p" -c "$describe"; done | sort -u | wc -l)
 if [[ $sums -eq 1 ]] &&
 	[[ $(q -c "SELECT count(*) FROM pg_indexes WHERE indexname = 'a2_events_event_id'") == 0 ]] &&
@@ -110,21 +121,33 @@ else
 	fail "protocol"
 fi
 
-. "$here/checks.sh"
-. "$here/stream.sh"
+only=" ${A2_CITUS_ONLY:-checks grants restart moves} "
+. "$here/load.sh"
 
 # --- fleet: work discovery across shards (SPEC 7.6) -----------------------------
-# last: its drop check drops every finished session of the earlier checks
-if /usr/bin/python3 -c 'import psycopg' 2>/dev/null; then
-	if /usr/bin/python3 "$here/fleet.py" "$coord" "$w1" "$w2" >"$work/fleet.out" 2>&1; then
-		sed 's/^ok   /ok   fleet /' "$work/fleet.out"
+fleet_checks() {
+	# after the other checks: its drop check drops their finished sessions
+	if /usr/bin/python3 -c 'import psycopg' 2>/dev/null; then
+		if /usr/bin/python3 "$here/fleet.py" "$coord" "$w1" "$w2" >"$work/fleet.out" 2>&1; then
+			sed 's/^ok   /ok   fleet /' "$work/fleet.out"
+		else
+			cat "$work/fleet.out"
+			fail "fleet (test/citus/fleet.py)"
+		fi
 	else
-		cat "$work/fleet.out"
-		fail "fleet (test/citus/fleet.py)"
+		fail "fleet: python3-psycopg is missing (scripts/deps.sh installs it)"
 	fi
-else
-	fail "fleet: python3-psycopg is missing (scripts/deps.sh installs it)"
+}
+
+if [[ $only == *" checks "* ]]; then
+	. "$here/checks.sh"
+	. "$here/stream.sh"
+	fleet_checks
 fi
+[[ $only != *" grants "* ]] || . "$here/grants.sh"
+[[ $only != *" restart "* ]] || . "$here/node_restart.sh"
+# last: it adds a node
+[[ $only != *" moves "* ]] || . "$here/moves.sh"
 
 echo
 if [[ $failed -ne 0 ]]; then

@@ -33,7 +33,11 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- A handler's own rows: one table colocated with a2_events, one local to
--- the coordinator.
-CREATE TABLE handled (session_id text NOT NULL, idx bigint NOT NULL, note text);
+-- the coordinator.  The colocated one has a primary key: a shard move
+-- moves it with a2's shards, and the default transfer mode (auto: logical
+-- replication) refuses a table without a primary key or replica identity
+-- (moves.sh moves them).
+CREATE TABLE handled (session_id text NOT NULL, idx bigint NOT NULL, note text,
+					  PRIMARY KEY (session_id, idx));
 SELECT create_distributed_table('handled', 'session_id', colocate_with => 'a2_events');
 CREATE TABLE local_audit (session_id text NOT NULL, idx bigint NOT NULL);
