@@ -30,10 +30,10 @@
  *	  event is one INSERT ... VALUES.  A unique violation there can only
  *	  mean that the session lock and the insert met different copies of the
  *	  shard -- a call routed by metadata that a concurrent shard move had
- *	  just changed -- and nothing was written: it is reported as 40001, a
- *	  retry (SPEC 7.6), as is Citus refusing the statements of a call
- *	  delegated to the shard's old node.  Presence writes: per field,
- *	  single-row statements.
+ *	  just changed -- and nothing was written: spi_plans.c reports it as
+ *	  40001, a retry (SPEC 7.6), as it does Citus refusing the statements
+ *	  of a call delegated to the shard's old node.  Presence writes: per
+ *	  field, single-row statements.
  *
  *	  Work discovery (a2_claim_next): a node that holds shards of a2_events
  *	  walks only its own shards, reading the shard tables directly with one
@@ -305,8 +305,6 @@ try_lock_or_create_row(A2Statement *try_lock, A2Statement *exists,
 	return a2_exec_latest(try_lock, key, NULL, SPI_OK_SELECT) == 1;
 }
 
-static void rethrow_retryable(MemoryContext context, const char *session_id);
-
 /* The statements that lock session rows of one local shard. */
 static ShardLocks *
 shard_locks(int64 shardid)
@@ -341,7 +339,7 @@ shard_locks(int64 shardid)
  * on this node -- where a delegated call runs, and a2_claim_next on a
  * worker -- so locking costs no Citus planning there; else the routed ones.
  * Both lock the same row on the same node.  (A shard move between this
- * check and the writes is what rethrow_retryable() turns into 40001.)
+ * check and the writes is what spi_plans.c turns into 40001.)
  */
 static void
 lock_statements(Datum session, A2Statement **lock, A2Statement **try_lock,
@@ -377,23 +375,13 @@ static void
 dist_lock_session(const char *session_id)
 {
 	Datum		key[1] = {CStringGetTextDatum(session_id)};
-	MemoryContext context = CurrentMemoryContext;
+	A2Statement *lock;
+	A2Statement *try_lock;
+	A2Statement *exists;
 
 	a2_spi_begin();
-	PG_TRY();
-	{
-		A2Statement *lock;
-		A2Statement *try_lock;
-		A2Statement *exists;
-
-		lock_statements(key[0], &lock, &try_lock, &exists);
-		lock_or_create_row(lock, &create_row, key, "session", session_id);
-	}
-	PG_CATCH();
-	{
-		rethrow_retryable(context, session_id);
-	}
-	PG_END_TRY();
+	lock_statements(key[0], &lock, &try_lock, &exists);
+	lock_or_create_row(lock, &create_row, key, "session", session_id);
 	a2_spi_end();
 }
 
@@ -425,19 +413,10 @@ static bool
 dist_try_lock_session(const char *session_id)
 {
 	Datum		key[1] = {CStringGetTextDatum(session_id)};
-	MemoryContext context = CurrentMemoryContext;
-	bool		locked = false;
+	bool		locked;
 
 	a2_spi_begin();
-	PG_TRY();
-	{
-		locked = try_lock_session(key);
-	}
-	PG_CATCH();
-	{
-		rethrow_retryable(context, session_id);
-	}
-	PG_END_TRY();
+	locked = try_lock_session(key);
 	a2_spi_end();
 	return locked;
 }
@@ -502,63 +481,6 @@ lane_listed(char **lanes, int n, const char *lane)
 	return false;
 }
 
-/*
- * Errors that only mean the session's shard moved while the call ran: a
- * unique violation of an insert (ON CONFLICT absorbs every other unique
- * key a2 writes, so it is the primary key (session_id, idx): the lock and
- * the insert met different copies of the shard), and Citus refusing a
- * statement that a call delegated to the shard's old node would have to
- * send elsewhere.
- */
-static bool
-shard_moved_error(ErrorData *edata)
-{
-	return edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION ||
-		(edata->sqlerrcode == ERRCODE_INTERNAL_ERROR && edata->message != NULL &&
-		 strstr(edata->message, "cannot execute a distributed query from a query on a shard") != NULL);
-}
-
-/*
- * In PG_CATCH of a block that ran statements for the session: re-raise a
- * shard-moved error as 40001 (SPEC 7.6), anything else as it was.  The
- * transaction is aborted either way.
- */
-static void
-rethrow_retryable(MemoryContext context, const char *session_id)
-{
-	ErrorData  *edata;
-
-	MemoryContextSwitchTo(context);
-	edata = CopyErrorData();
-	if (!shard_moved_error(edata))
-		PG_RE_THROW();
-	FlushErrorState();
-	ereport(ERROR,
-			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			 errmsg("the shard of session \"%s\" moved during the call", session_id),
-			 errdetail("%s", edata->message),
-			 errhint("Nothing of the transaction is written; retry it, appends with the same event ids.")));
-}
-
-static uint64
-insert_one_row(A2Statement *stmt, Datum *values, const char *nulls,
-			   const char *session_id)
-{
-	MemoryContext context = CurrentMemoryContext;
-	uint64		n = 0;
-
-	PG_TRY();
-	{
-		n = a2_exec(stmt, values, nulls, false, SPI_OK_INSERT);
-	}
-	PG_CATCH();
-	{
-		rethrow_retryable(context, session_id);
-	}
-	PG_END_TRY();
-	return n;
-}
-
 static void
 dist_insert_events(const char *session_id, A2EventInput *events, int count,
 				   int64 now_ms, bool generated, bool need_pending,
@@ -612,8 +534,8 @@ dist_insert_events(const char *session_id, A2EventInput *events, int count,
 			values[10] = Int64GetDatum(ev->not_before);
 		else
 			nulls[10] = 'n';
-		inserted += insert_one_row(generated ? &insert_row_generated : &insert_row,
-								   values, nulls, session_id);
+		inserted += a2_exec(generated ? &insert_row_generated : &insert_row,
+							values, nulls, false, SPI_OK_INSERT);
 	}
 	out->inserted = inserted;
 }

@@ -381,13 +381,72 @@ a2_set_statement_text(A2Statement *stmt, const char *sql)
 	stmt->generation = 0;		/* generations start at 1: re-prepared */
 }
 
+/*
+ * Distributed mode: errors that only mean a session's shard moved while the
+ * call ran.  A unique violation: a2's statements absorb every unique key
+ * with ON CONFLICT but the primary key (session_id, idx), which only a lock
+ * and an insert that met different copies of the shard can violate.  And
+ * Citus refusing a statement that a call delegated to the shard's old node
+ * would have to send elsewhere.  Nothing of the transaction commits.
+ */
+static bool
+shard_moved_error(ErrorData *edata)
+{
+	return edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION ||
+		(edata->sqlerrcode == ERRCODE_INTERNAL_ERROR && edata->message != NULL &&
+		 strstr(edata->message, "cannot execute a distributed query from a query on a shard") != NULL);
+}
+
+/*
+ * Run a statement; in distributed mode re-raise a shard-moved error as
+ * 40001 (SPEC 7.6: a retryable SQLSTATE, never a raw 23505), anything else
+ * as it was.
+ */
+static int
+execute(A2Statement *stmt, Datum *values, const char *nulls, bool read_only,
+		Snapshot snapshot, Snapshot crosscheck)
+{
+	MemoryContext context = CurrentMemoryContext;
+	volatile int rc = 0;
+
+	if (!distributed)
+		return snapshot == InvalidSnapshot ?
+			SPI_execute_plan(prepare(stmt), values, nulls, read_only, 0) :
+			SPI_execute_snapshot(prepare(stmt), values, nulls, snapshot,
+								 crosscheck, read_only, true, 0);
+	PG_TRY();
+	{
+		rc = snapshot == InvalidSnapshot ?
+			SPI_execute_plan(prepare(stmt), values, nulls, read_only, 0) :
+			SPI_execute_snapshot(prepare(stmt), values, nulls, snapshot,
+								 crosscheck, read_only, true, 0);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(context);
+		edata = CopyErrorData();
+		if (!shard_moved_error(edata))
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("a session's shard moved during the call"),
+				 errdetail("%s", edata->message),
+				 errhint("Nothing of the transaction is written; retry it, appends with the same event ids.")));
+	}
+	PG_END_TRY();
+	return rc;
+}
+
 uint64
 a2_exec(A2Statement *stmt, Datum *values, const char *nulls,
 		bool read_only, int expected)
 {
 	int			rc;
 
-	rc = SPI_execute_plan(prepare(stmt), values, nulls, read_only, 0);
+	rc = execute(stmt, values, nulls, read_only, InvalidSnapshot, InvalidSnapshot);
 	if (rc != expected)
 		elog(ERROR, "SPI_execute_plan returned %s, expected %s",
 			 SPI_result_code_string(rc), SPI_result_code_string(expected));
@@ -418,9 +477,8 @@ a2_exec_latest(A2Statement *stmt, Datum *values, const char *nulls,
 
 	if (!IsolationUsesXactSnapshot())
 		return a2_exec(stmt, values, nulls, false, expected);
-	rc = SPI_execute_snapshot(prepare(stmt), values, nulls,
-							  GetLatestSnapshot(), GetTransactionSnapshot(),
-							  false, true, 0);
+	rc = execute(stmt, values, nulls, false, GetLatestSnapshot(),
+				 GetTransactionSnapshot());
 	if (rc != expected)
 		elog(ERROR, "SPI_execute_snapshot returned %s, expected %s",
 			 SPI_result_code_string(rc), SPI_result_code_string(expected));
