@@ -38,8 +38,9 @@ clients retrying a call at that moment ("acked errors retrying").
 
 The retryable set is the one docs/distributed.md documents: 40001,
 40P01, 57P01 and the connection class 08 (08006, 08000, 08003, ...), and
-XX000 at the COMMIT of a two-session transaction (Citus's report of a
-node lost while preparing; anywhere else XX000 is not retryable); a
+XX000 when Citus lost a node while it committed (at the COMMIT of a
+transaction block, or "could not commit transaction ..." at the end of
+an autocommit call; anywhere else XX000 is not retryable); a
 connection lost without a SQLSTATE from the server counts as 08006 and
 is marked client-side.
 
@@ -76,11 +77,18 @@ from psycopg.types.json import Jsonb
 RETRYABLE = {'40001', '40P01', '57P01'}
 
 
-def retryable(state, phase):
-    """The documented set; XX000 only at the COMMIT of a transaction over
-    two sessions, where Citus reports a node lost while it prepared."""
+# Citus's report that it lost a node while it committed: at the COMMIT of
+# a transaction block, or at the end of an autocommit call (which commits
+# inside the statement)
+COMMIT_LOST = ('could not commit transaction', 'failed to commit transaction')
+
+
+def retryable(state, phase, message=''):
+    """The documented set; XX000 only when Citus lost a node while it
+    committed: at a COMMIT, or with its commit-failure message."""
     return (state in RETRYABLE or (state or '').startswith('08')
-            or (state == 'XX000' and phase == 'commit'))
+            or (state == 'XX000' and (phase == 'commit'
+                                      or any(m in (message or '') for m in COMMIT_LOST))))
 
 
 def now_ms():
@@ -173,7 +181,7 @@ class Client:
                         conn.rollback()
                     except psycopg.Error:
                         self.conn = None
-                if not retryable(state, rec['phase']):
+                if not retryable(state, rec['phase'], err['message']):
                     rec['outcome'] = 'error'
                     return None
                 if time.monotonic() - start > self.args.retry_seconds:
@@ -415,15 +423,18 @@ def verify(args):
     outcomes = collections.Counter((r['op'], r.get('outcome')) for r in recs)
     states = collections.Counter()     # (SQLSTATE, op, phase) -> count
     samples = {}                        # (SQLSTATE, op, phase) -> a message
+    unlisted = collections.Counter()   # the same keys, errors outside the set
     for rec in recs:
         for e in rec.get('errors', []):
             key = (e['sqlstate'] + ('(client)' if e.get('clientSide') else ''), rec['op'], e['phase'])
             states[key] += 1
             samples.setdefault(key, e['message'])
-    for key, c in sorted(states.items()):
+            if not retryable(e['sqlstate'], e['phase'], e['message']):
+                unlisted[key] += 1
+                samples[key] = e['message']
+    for key, c in sorted(unlisted.items()):
         st, op, phase = key
-        if not retryable(st.replace('(client)', ''), phase):
-            failures.append('SQLSTATE %s seen %d time(s) (%s at %s) is not retryable-documented (%s)'
+        failures.append('SQLSTATE %s seen %d time(s) (%s at %s) is not retryable-documented (%s)'
                             % (st, c, op, phase, samples[key]))
     gave_up = [r for r in recs if r.get('outcome') == 'gave-up']
     if gave_up:
