@@ -34,6 +34,9 @@
 #   together  (not by default) W1 and W4 on both databases at the same
 #          time, per repeat: a relative cost that the machine's load moves
 #          alike for both
+#   cpu    (not by default) backend CPU time per W1 and W4 transaction
+#          (/proc/PID/schedstat), REPEAT interleaved pairs of psql sessions
+#          running prepared statements, alternating which goes first
 #   tps    pgbench runs: per repeat, for each (workload, clients) the two
 #          databases back to back, in alternating order from one repeat to
 #          the next; repeats interleaved.  Reports median TPS, the ranges,
@@ -49,6 +52,7 @@
 #   A2_W17_PREFILL       sessions of 10 processed events in each database
 #                        at the start, plus a tenth as many with one
 #                        unprocessed event [10000]
+#   A2_W17_CPU_N1, A2_W17_CPU_N4  transactions per cpu run of W1, W4 [5000, 1500]
 #   A2_W17_IR_N          transactions per instruction count [500]
 #   A2_W17_IR_ROUNDS     instruction counts per workload and database,
 #                        alternating which database goes first [3]
@@ -68,6 +72,8 @@ COUNT_TX=${A2_W17_COUNT_TX:-2000}
 IR_N=${A2_W17_IR_N:-500}
 IR_ROUNDS=${A2_W17_IR_ROUNDS:-3}
 PREFILL=${A2_W17_PREFILL:-10000}
+CPU_N1=${A2_W17_CPU_N1:-5000}
+CPU_N4=${A2_W17_CPU_N4:-1500}
 ONLY=${A2_W17_ONLY:-check count tps}
 OUT=${A2_BENCH_OUT:-$(dirname "$A2_PGDATA")/results-w17/$(date +%Y%m%d-%H%M%S)}
 ON=a2w17_on
@@ -228,13 +234,19 @@ fi
 # a warm-up transaction plus IR_N more and one with the warm-up alone; the
 # difference of their instruction counts divided by IR_N.  The statements
 # are W1's and W4's, prepared (PREPARE/EXECUTE, as pgbench -M prepared).
+#
+# ir_script W N SESSION PIDFILE [PROBEFILE]: with PROBEFILE, the backend's
+# CPU time (/proc/PID/schedstat: nanoseconds on a CPU, nanoseconds waiting
+# for one) is appended to it after the warm-up transaction and at the end.
 ir_script() {
-	local w=$1 n=$2 s=$3 pidf=$4 i
+	local w=$1 n=$2 s=$3 pidf=$4 probe=${5:-} i
 	cat <<SQL
 \\set ON_ERROR_STOP 1
 \\o $pidf
 SELECT pg_backend_pid();
 \\o /dev/null
+SELECT pg_backend_pid() AS bpid \\gset
+\\setenv W17_BPID :bpid
 PREPARE ap(text) AS SELECT a2_append(\$1, '[{"type": "bench", "payload": {"n": 1}}]');
 PREPARE cl(text) AS SELECT c->'events'->0->>'index' AS idx, c->'events'->0->>'attemptCount' AS att
   FROM a2_claim(\$1, 'bench', 30000) AS c;
@@ -248,7 +260,26 @@ SQL
 			echo "EXECUTE cl('$s') \\gset"
 			echo "EXECUTE co('$s', :idx, :att);"
 		fi
+		if [[ -n $probe ]] && ((i == 0 || i == n)); then
+			echo "\\! read -r ns wait _ </proc/\$W17_BPID/schedstat; echo \$ns \$wait >>'$probe'"
+		fi
 	done
+}
+
+# Backend CPU time per transaction, timed: per repeat, workload and
+# database (alternating which goes first), one psql session running the
+# same prepared statements as the instruction count, CPU_N[workload]
+# transactions after a warm-up one; CPU time is what the load of other
+# processes moves least (it does not count time spent waiting for a CPU or
+# for the disk), though caches shared with them still do.
+cpu_one() {
+	local w=$1 db=$2 n=$3 base=$OUT/cpu/$1-$2-r$rep
+	: >"$base.probe"
+	ir_script "$w" "$n" "cpu-$w-r$rep" "$base.pid" "$base.probe" >"$base.sql"
+	PGOPTIONS=${A2_W17_PGOPTIONS:-} "$PSQL" -X -q -A -t -d "$db" -f "$base.sql" >/dev/null
+	awk -v w="$w" -v d="$db" -v r="$rep" -v n="$n" 'NR == 1 { a = $1; b = $2 } NR == 2 {
+		printf "%s\t%s\t%s\t%.1f\t%.1f\n", w, d, r, ($1 - a) / n / 1000, ($2 - b) / n / 1000 }' "$base.probe" |
+		tee -a "$OUT/cpu.tsv"
 }
 
 ir_one() {
@@ -337,6 +368,40 @@ for w in ('W1', 'W4'):
         print('- %s c%s: %s' % (w, c, ' '.join('%.3f' % (tps[(w + '_on', c, r)] / tps[(w + '_off', c, r)]) for r in reps)))
 EOF
 }
+
+if want cpu; then
+	mkdir -p "$OUT/cpu"
+	: >"$OUT/cpu.tsv"
+	for ((rep = 1; rep <= REPEAT; rep++)); do
+		for db in $ON $OFF; do bench_psql "$db" -c 'ANALYZE a2_events'; done
+		for w in W1 W4; do
+			n=$([[ $w == W1 ]] && echo "$CPU_N1" || echo "$CPU_N4")
+			alternate "cpu_one $w $ON $n" "cpu_one $w $OFF $n"
+		done
+	done
+	python3 - "$OUT/cpu.tsv" "$ON" "$OFF" <<'EOF' | tee "$OUT/cpu.md"
+import statistics, sys
+rows = [l.split('\t') for l in open(sys.argv[1]).read().split('\n') if l]
+on, off = sys.argv[2], sys.argv[3]
+print('| workload | backend CPU µs per transaction, with (median; range) | without (median; range) | with/without (medians) | paired ratios: median | range | waiting for a CPU, µs per transaction (median with / without) |')
+print('|---|---|---|---|---|---|---|')
+for w in ('W1', 'W4'):
+    a = {r[2]: float(r[3]) for r in rows if r[0] == w and r[1] == on}
+    b = {r[2]: float(r[3]) for r in rows if r[0] == w and r[1] == off}
+    wa = [float(r[4]) for r in rows if r[0] == w and r[1] == on]
+    wb = [float(r[4]) for r in rows if r[0] == w and r[1] == off]
+    pr = [a[k] / b[k] for k in a if k in b]
+    ma, mb = statistics.median(a.values()), statistics.median(b.values())
+    print('| %s | %.1f; %.1f–%.1f | %.1f; %.1f–%.1f | %.3f | %.3f | %.3f–%.3f | %.0f / %.0f |' % (
+        w, ma, min(a.values()), max(a.values()), mb, min(b.values()), max(b.values()), ma / mb,
+        statistics.median(pr), min(pr), max(pr), statistics.median(wa), statistics.median(wb)))
+print()
+for w in ('W1', 'W4'):
+    a = {r[2]: float(r[3]) for r in rows if r[0] == w and r[1] == on}
+    b = {r[2]: float(r[3]) for r in rows if r[0] == w and r[1] == off}
+    print('- %s paired ratios per repeat: %s' % (w, ' '.join('%.3f' % (a[k] / b[k]) for k in sorted(a, key=int) if k in b)))
+EOF
+fi
 
 if want tps; then
 	RUNS=$OUT/runs.tsv
