@@ -50,6 +50,19 @@
 # a2_distribute() put it), alternating which comes first; one shard move
 # per repeat.
 #
+# Part "cpu": the server CPU one transaction costs, summed over the three
+# nodes (and split coordinator / workers), read from /proc before and after
+# a pgbench -t run with 1 client: W1, W4, W9 in each shape.  Unlike TPS it
+# hardly depends on what else the machine runs, and on a machine where all
+# nodes share the CPUs it bounds the throughput: single/distributed CPU is
+# the throughput ratio a CPU-bound run would show.
+#
+# Part "profile" (not run unless named; needs perf): where the CPU of the
+# backend serving a 1-client W4 or W9 goes, single node and on-worker: the
+# share of perf samples (cpu-clock, DWARF call graphs) under the planner,
+# Citus's planner, Citus's local execution (deparse, parse and plan again,
+# run), parsing and commit.
+#
 # Repeats are interleaved: each repeat runs every shape of a workload back
 # to back, in alternating order.  Prints Markdown tables of median TPS (and
 # the range over the repeats) and the ratios, the per-statement latencies
@@ -59,7 +72,8 @@
 #
 # Settings: A2_BENCH_SECONDS (5), A2_BENCH_REPEAT (3), A2_BENCH_CLIENTS
 # ("1 4"), A2_BENCH_WORKERS_CLIENTS (4), A2_BENCH_W9_SESSIONS (1000),
-# A2_BENCH_CITUS_ONLY ("ratios workers": which parts to run).
+# A2_BENCH_CPU_CALLS (2000), A2_BENCH_CITUS_ONLY ("ratios cpu workers":
+# which parts to run; "profile" is also known).
 
 set -euo pipefail
 
@@ -76,7 +90,8 @@ repeat=${A2_BENCH_REPEAT:-3}
 client_counts=${A2_BENCH_CLIENTS:-1 4}
 scale_clients=${A2_BENCH_WORKERS_CLIENTS:-4}
 w9_sessions=${A2_BENCH_W9_SESSIONS:-1000}
-only=${A2_BENCH_CITUS_ONLY:-ratios workers}
+cpu_calls=${A2_BENCH_CPU_CALLS:-2000}
+only=${A2_BENCH_CITUS_ONLY:-ratios cpu workers}
 export A2_CITUS_BASE=${A2_CITUS_BENCH_BASE:-/tmp/a2-citus-bench}
 export A2_CITUS_PORT=${A2_CITUS_BENCH_PORT:-54345}
 export A2_CITUS_FSYNC=on
@@ -275,6 +290,75 @@ set_layout() {
 	[[ $(shard_nodes | wc -l) == "$want" ]] || a2_die "expected shards on $want worker node(s)"
 }
 
+# Server CPU: node_ticks prints, per node (coord w1 w2), the CPU clock ticks
+# its processes have used: the postmaster's own and its reaped children's
+# (utime stime cutime cstime), plus its live children's (utime stime).  A
+# backend that exits during a run is counted through the postmaster's
+# cutime/cstime, so the difference over a run is the whole CPU the node
+# spent, whatever else the machine was doing meanwhile.
+node_ticks() {
+	local n pms=()
+	for n in coord w1 w2; do pms+=("$(head -n 1 "$A2_CITUS_BASE/$n/postmaster.pid")"); done
+	# one line per process (cat goes on past processes that have gone, and
+	# then fails)
+	{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v pms="${pms[*]}" '
+		BEGIN { k = split(pms, pm, " "); for (i = 1; i <= k; i++) { node[pm[i]] = i; t[i] = 0 } }
+		{
+			p = $1
+			sub(/^.*\) /, "")
+			# $1 state, $2 ppid, $12 utime, $13 stime, $14 cutime, $15 cstime
+			if (p in node) t[node[p]] += $12 + $13 + $14 + $15
+			else if ($2 in node) t[node[$2]] += $12 + $13
+		}
+		END { for (i = 1; i <= k; i++) printf "%s%d", (i > 1 ? " " : ""), t[i]; print "" }'
+}
+
+# run_cpu KEY DB SCRIPT PORT PREFIX CALLS: pgbench -t CALLS with 1 client;
+# records the server CPU per transaction in ms, per node and in all
+run_cpu() {
+	local key=$1 db=$2 script=$3 port=$4 prefix=$5 calls=$6 before after c0 c1 c2
+	local f=$out/$key-r$r.out defs=()
+	[[ -n $prefix ]] && defs=(-D prefix="$prefix")
+	a2_log "  $key ($calls transactions)"
+	before=$(node_ticks)
+	if ! pgbench -n -M extended -t "$calls" -c 1 -d "$db" -p "$port" "${defs[@]}" -f "$script" >"$f" 2>&1 ||
+		! grep -q '^number of failed transactions: 0 ' "$f"; then
+		cat "$f" >&2
+		a2_die "pgbench $key failed"
+	fi
+	after=$(node_ticks)
+	read -r c0 c1 c2 <<<"$(paste <(tr ' ' '\n' <<<"$before") <(tr ' ' '\n' <<<"$after") |
+		awk -v hz="$(getconf CLK_TCK)" -v n="$calls" '{ printf "%.3f ", ($2 - $1) * 1000 / hz / n }')"
+	record "$key:coord" "$c0"
+	record "$key:workers" "$(awk -v a="$c1" -v b="$c2" 'BEGIN { printf "%.3f", a + b }')"
+	record "$key" "$(awk -v a="$c0" -v b="$c1" -v c="$c2" 'BEGIN { printf "%.3f", a + b + c }')"
+}
+
+# profile KEY DB SCRIPT PORT PREFIX: perf record (cpu-clock, DWARF call
+# graphs) of the one backend a 1-client pgbench run uses on PORT; records
+# the share of its samples under the functions below (perf's "children")
+profile_syms="distributed_planner standard_planner ExecuteLocalTaskListExtended DeparseTaskQuery pg_parse_query CommitTransactionCommand"
+profile() {
+	local key=$1 db=$2 script=$3 port=$4 prefix=$5 pid pg sym share
+	local f=$out/$key-r$r defs=()
+	[[ -n $prefix ]] && defs=(-D prefix="$prefix")
+	a2_log "  $key (perf)"
+	pgbench -n -M extended -T $((seconds + 4)) -c 1 -d "$db" -p "$port" "${defs[@]}" -f "$script" >"$f.out" 2>&1 &
+	pg=$!
+	sleep 2
+	pid=$(q -p "$port" -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'pgbench' AND datname = '$db'")
+	[[ $pid =~ ^[0-9]+$ ]] || a2_die "no pgbench backend on :$port"
+	perf record -q -e cpu-clock -F 499 --call-graph=dwarf,16384 -p "$pid" -o "$f.perf" -- sleep "$seconds" >/dev/null 2>&1 ||
+		a2_die "perf record failed"
+	wait "$pg" || { cat "$f.out" >&2; a2_die "pgbench $key failed"; }
+	perf report -i "$f.perf" --children --no-demangle --stdio -g none --percent-limit 0.1 2>/dev/null >"$f.report"
+	rm -f "$f.perf"
+	for sym in $profile_syms; do
+		share=$(awk -v s="$sym" 'NF > 1 && ($NF == s || ($(NF - 1) == s && $NF == "(inlined)")) { sub(/%/, "", $1); print $1; exit }' "$f.report")
+		record "$key:$sym" "${share:-0}"
+	done
+}
+
 if want ratios; then
 	for r in $(seq "$repeat"); do
 		a2_log "citus bench: repeat $r of $repeat (${seconds}s per run)"
@@ -293,6 +377,47 @@ if want ratios; then
 				"w9_fleet W9-on-worker-c$c $c" \
 				"run W9-coordinator-c$c $c postgres $here/w9_cycle.sql"
 		done
+	done
+fi
+
+if want cpu; then
+	# one of a2's statements on its own, on the node holding session w9-1:
+	# through the distributed table (Citus plans it and executes it locally,
+	# as inside a2 on a worker) and on the shard table itself (plain
+	# PostgreSQL, as a2 in single-node mode)
+	sport=$(q -c "SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+		WHERE p.shardid = get_shard_id_for_distribution_column('a2_events', 'w9-1')")
+	shard=$(q -c "SELECT shard_name('a2_events', get_shard_id_for_distribution_column('a2_events', 'w9-1'))")
+	for t in a2_events "$shard"; do
+		printf 'SELECT idx FROM %s e WHERE session_id = :prefix::text ORDER BY idx DESC LIMIT 1;\n' "$t" >"$out/stmt-$t.sql"
+	done
+	for r in $(seq "$repeat"); do
+		a2_log "citus bench, server CPU per call: repeat $r of $repeat"
+		w=${workers[0]}
+		in_order "run_cpu C-W1-single a2single $here/w1_append.sql $PGPORT c1s-r$r- $cpu_calls" \
+			"run_cpu C-W1-delegated postgres $here/w1_append.sql $PGPORT c1d-r$r- $cpu_calls" \
+			"run_cpu C-W1-on-worker postgres $here/w1_append.sql $w $(prefix_on "c1w-r$r-" 1 "$w") $cpu_calls" \
+			"run_cpu C-W1-coordinator postgres $here/citus_w1_coordinator.sql $PGPORT c1c-r$r- $cpu_calls"
+		in_order "run_cpu C-W4-single a2single $here/w4_cycle.sql $PGPORT c4s-r$r- $((cpu_calls / 4))" \
+			"run_cpu C-W4-delegated postgres $here/w4_cycle.sql $PGPORT c4d-r$r- $((cpu_calls / 4))" \
+			"run_cpu C-W4-on-worker postgres $here/w4_cycle.sql $w $(prefix_on "c4w-r$r-" 1 "$w") $((cpu_calls / 4))"
+		in_order "run_cpu C-W9-single a2single $here/w9_cycle.sql $PGPORT '' $((cpu_calls / 4))" \
+			"run_cpu C-W9-on-worker postgres $here/w9_cycle.sql $w '' $((cpu_calls / 4))" \
+			"run_cpu C-W9-coordinator postgres $here/w9_cycle.sql $PGPORT '' $((cpu_calls / 20))"
+		in_order "run_cpu C-stmt-citus postgres $out/stmt-a2_events.sql $sport w9-1 $((cpu_calls * 2))" \
+			"run_cpu C-stmt-shard postgres $out/stmt-$shard.sql $sport w9-1 $((cpu_calls * 2))"
+	done
+fi
+
+if want profile; then
+	command -v perf >/dev/null || a2_die "part profile needs perf"
+	for r in $(seq "$repeat"); do
+		a2_log "citus bench, profiles: repeat $r of $repeat"
+		w=${workers[0]}
+		in_order "profile P-W4-single a2single $here/w4_cycle.sql $PGPORT p4s-r$r-" \
+			"profile P-W4-on-worker postgres $here/w4_cycle.sql $w $(prefix_on "p4w-r$r-" 1 "$w")"
+		in_order "profile P-W9-single a2single $here/w9_cycle.sql $PGPORT ''" \
+			"profile P-W9-on-worker postgres $here/w9_cycle.sql $w ''"
 	done
 fi
 
@@ -320,6 +445,13 @@ cell() {
 	values "$1" | awk '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit }
 		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
 		if (NR == 1) printf "%.0f", m; else printf "%.0f (%.0f-%.0f)", m, v[1], v[NR] }'
+}
+# "median (min-max) [coordinator + workers]", ms
+cpu_cell() {
+	[[ $(median "$1") == - ]] && { echo -; return; }
+	values "$1" | awk -v co="$(median "$1:coord")" -v wo="$(median "$1:workers")" '{ v[NR] = $1 } END {
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf "%.2f (%.2f-%.2f) [%.2f + %.2f]", m, v[1], v[NR], co, wo }'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a != "-") printf "%.2f", a / b; else print "-" }'; }
 # ratio of the medians, and the range of the per-repeat ratios (pairs run
@@ -356,6 +488,39 @@ if want ratios; then
 		for s in single on-worker coordinator; do
 			echo "| $c | $s | $(median "W9-$s-c$c:claim_ms") | $(median "W9-$s-c$c:complete_ms") |"
 		done
+	done
+fi
+
+if want cpu; then
+	echo
+	echo "Server CPU per transaction, ms, all three nodes (coordinator + workers), 1 client,"
+	echo "pgbench -t ($cpu_calls W1, $((cpu_calls / 4)) W4/W9, $((cpu_calls / 20)) W9 coordinator-run transactions),"
+	echo "median (range) over $repeat repeats; ratio = single / distributed, the throughput the CPU allows:"
+	echo
+	echo "| workload | single node | delegated | ratio | on-worker | ratio | coordinator-run | ratio |"
+	echo "|---|--:|--:|--:|--:|--:|--:|--:|"
+	for k in W1 W4 W9; do
+		row="| $k | $(cpu_cell "C-$k-single")"
+		for s in delegated on-worker coordinator; do
+			row+=" | $(cpu_cell "C-$k-$s") | $(ratio_cell "C-$k-single" "C-$k-$s")"
+		done
+		echo "$row |"
+	done
+	echo
+	echo "One statement, SELECT idx ... ORDER BY idx DESC LIMIT 1 (a2_append's), on its worker, $((cpu_calls * 2)) transactions:"
+	echo "through the distributed table $(cpu_cell C-stmt-citus) ms, on the shard table $(cpu_cell C-stmt-shard) ms."
+fi
+
+if want profile; then
+	echo
+	echo "Where one backend's CPU goes, 1 client, share of perf samples under each function (median of $repeat):"
+	echo
+	echo "| run | planning (distributed_planner, Citus's planner hook) | of it standard_planner | Citus local execution | of it deparse | parsing (pg_parse_query) | commit |"
+	echo "|---|--:|--:|--:|--:|--:|--:|"
+	for k in P-W4-single P-W4-on-worker P-W9-single P-W9-on-worker; do
+		row="| ${k#P-}"
+		for sym in $profile_syms; do row+=" | $(median "$k:$sym")%"; done
+		echo "$row |"
 	done
 fi
 
@@ -398,6 +563,6 @@ echo "One a2_claim_next on the coordinator: commands sent to the workers (first 
 trace=$(psql -X -At -c 'SET citus.log_remote_commands = on' \
 	-c "SELECT a2_claim_next('trace', 1) IS NULL" 2>&1)
 printf '    %s commands\n' "$(grep -c 'issuing ' <<<"$trace" || true)"
-grep -o 'issuing .*' <<<"$trace" | head -n 4 | cut -c1-110 | sed 's/^/    /'
+grep -o 'issuing .*' <<<"$trace" | sed -n 1,4p | cut -c1-110 | sed 's/^/    /'
 echo
 echo "pgbench outputs: $out"
