@@ -63,6 +63,13 @@
 # Citus's planner, Citus's local execution (deparse, parse and plan again,
 # run), parsing and commit.
 #
+# Every W9 run (in every part) starts from a fresh backlog: a2_events is
+# truncated and the sessions inserted again, so a run does not pay for the
+# dead rows of the cycles the runs before it made.  In part "workers", the
+# WAL flushes per transaction (pg_stat_wal.wal_sync over the three nodes)
+# are shown too: with every node on one disk, group commit on one worker
+# can matter more than a second worker's CPU.
+#
 # Repeats are interleaved: each repeat runs every shape of a workload back
 # to back, in alternating order.  Prints Markdown tables of median TPS (and
 # the range over the repeats) and the ratios, the per-statement latencies
@@ -114,13 +121,21 @@ q -d a2single -c 'CREATE EXTENSION a2'
 # The W9 backlog: sessions w9-1..N with one pending event each, inserted
 # directly (what a2_append of {"type": "job"} stores), oldest first; in
 # distributed mode also the sessions' lock rows, which a first call would
-# otherwise create inside the timed runs.
+# otherwise create inside the timed runs.  Made afresh (a2_events
+# truncated) before every W9 run, so that each starts from the same state
+# whatever ran before: a shape that made more cycles leaves more dead rows
+# and history behind, and the next run would pay for them.
 w9_setup() {
 	q -d "$1" -v n="$w9_sessions" <<'EOF'
+SET client_min_messages = warning;
+SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') AS citus \gset
+TRUNCATE a2_events;
+\if :citus
+TRUNCATE a2_session_locks;
+\endif
 INSERT INTO a2_events (session_id, idx, event_type, payload, event_id, created_at, lane_ready)
 SELECT 'w9-' || g, 1, 'job', '{"n": 1}', 'w9-' || g || '/1', 1767225600000 + g, true
   FROM generate_series(1, :n) g;
-SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus') AS citus \gset
 \if :citus
 INSERT INTO a2_session_locks (session_id) SELECT 'w9-' || g FROM generate_series(1, :n) g;
 \endif
@@ -184,6 +199,14 @@ lat_of() {
 	awk -v k="$2" '/statement latencies in milliseconds/ { on = 1; next } on && ++i == k { print $1; exit }' "$1"
 }
 
+# WAL flushes so far, summed over the three nodes (pg_stat_wal.wal_sync)
+wal_syncs() {
+	local port t=0
+	for port in "$PGPORT" "${workers[@]}"; do t=$((t + $(q -p "$port" -c 'SELECT wal_sync FROM pg_stat_wal'))); done
+	echo "$t"
+}
+# transactions pgbench made, summed over its outputs
+xacts_of() { sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$@" | awk '{ s += $1 } END { print s + 0 }'; }
 # record KEY VALUE
 record() { printf '%s\t%s\n' "$1" "$2" >>"$out/runs.tsv"; }
 
@@ -191,11 +214,15 @@ record() { printf '%s\t%s\n' "$1" "$2" >>"$out/runs.tsv"; }
 # (and for W9 the two statements' latencies)
 run() {
 	local key=$1 c=$2 db=$3 script=$4 port=${5:-$PGPORT} prefix=${6:-}
-	local f=$out/$key-r$r.out
+	local f=$out/$key-r$r.out syncs
+	[[ $script == */w9_cycle.sql ]] && w9_setup "$db"
 	a2_log "  $key"
+	syncs=$(wal_syncs)
 	pgbench_one "$f" "$c" "$db" "$script" "$port" "$prefix" ||
 		{ cat "$f" >&2; a2_die "pgbench $key failed"; }
+	syncs=$(($(wal_syncs) - syncs))
 	record "$key" "$(tps_of "$f")"
+	record "$key:syncs_per_tx" "$(awk -v s="$syncs" -v n="$(xacts_of "$f")" 'BEGIN { if (n > 0) printf "%.2f", s / n }')"
 	if [[ $script == */w9_cycle.sql ]]; then
 		record "$key:claim_ms" "$(lat_of "$f" 1)"
 		record "$key:complete_ms" "$(lat_of "$f" 2)"
@@ -207,12 +234,14 @@ run() {
 # together with the same -T; records the sum of their TPS.  PREFIXES: one
 # session-name prefix per port ("" for none, i.e. W9).
 run_split() {
-	local key=$1 c=$2 script=$3 ports=() prefixes=() i n share pids=() sum=0 t f
+	local key=$1 c=$2 script=$3 ports=() prefixes=() i n share pids=() sum=0 t f syncs
 	read -r -a ports <<<"$4"
 	read -r -a prefixes <<<"$5" || true
 	n=${#ports[@]}
 	((c < n)) && n=$c
+	[[ $script == */w9_cycle.sql ]] && w9_setup postgres
 	a2_log "  $key (${n} pgbench processes)"
+	syncs=$(wal_syncs)
 	for ((i = 0; i < n; i++)); do
 		share=$((c / n + (i < c % n ? 1 : 0)))
 		pgbench_one "$out/$key-r$r-n$i.out" "$share" postgres "$script" "${ports[$i]}" "${prefixes[$i]:-}" &
@@ -225,7 +254,9 @@ run_split() {
 		sum=$(awk -v a="$sum" -v b="$t" 'BEGIN { printf "%.3f", a + b }')
 		record "$key:node$i" "$t"
 	done
+	syncs=$(($(wal_syncs) - syncs))
 	record "$key" "$sum"
+	record "$key:syncs_per_tx" "$(awk -v s="$syncs" -v n="$(xacts_of "$out/$key-r$r"-n*.out)" 'BEGIN { if (n > 0) printf "%.2f", s / n }')"
 	if [[ $script == */w9_cycle.sql ]]; then
 		# the nodes' latencies, averaged
 		record "$key:claim_ms" "$(for ((i = 0; i < n; i++)); do lat_of "$out/$key-r$r-n$i.out" 1; done |
@@ -319,6 +350,7 @@ run_cpu() {
 	local key=$1 db=$2 script=$3 port=$4 prefix=$5 calls=$6 before after c0 c1 c2
 	local f=$out/$key-r$r.out defs=()
 	[[ -n $prefix ]] && defs=(-D prefix="$prefix")
+	[[ $script == */w9_cycle.sql ]] && w9_setup "$db"
 	a2_log "  $key ($calls transactions)"
 	before=$(node_ticks)
 	if ! pgbench -n -M extended -t "$calls" -c 1 -d "$db" -p "$port" "${defs[@]}" -f "$script" >"$f" 2>&1 ||
@@ -342,6 +374,7 @@ profile() {
 	local key=$1 db=$2 script=$3 port=$4 prefix=$5 pid pg sym share
 	local f=$out/$key-r$r defs=()
 	[[ -n $prefix ]] && defs=(-D prefix="$prefix")
+	[[ $script == */w9_cycle.sql ]] && w9_setup "$db"
 	a2_log "  $key (perf)"
 	pgbench -n -M extended -T $((seconds + 4)) -c 1 -d "$db" -p "$port" "${defs[@]}" -f "$script" >"$f.out" 2>&1 &
 	pg=$!
@@ -358,27 +391,6 @@ profile() {
 		record "$key:$sym" "${share:-0}"
 	done
 }
-
-if want ratios; then
-	for r in $(seq "$repeat"); do
-		a2_log "citus bench: repeat $r of $repeat (${seconds}s per run)"
-		for c in $client_counts; do
-			p=$(prefix_balanced "w1d-r$r-c$c-" "$c")
-			shapes=("run W1-single-c$c $c a2single $here/w1_append.sql $PGPORT w1s-r$r-c$c-"
-				"run W1-delegated-c$c $c postgres $here/w1_append.sql $PGPORT $p"
-				"on_worker W1-on-worker-c$c $c $here/w1_append.sql w1w-r$r-c$c")
-			((c == 1)) && shapes+=("run W1-coordinator-c$c $c postgres $here/citus_w1_coordinator.sql $PGPORT w1c-r$r-c$c-")
-			in_order "${shapes[@]}"
-			p=$(prefix_balanced "w4d-r$r-c$c-" "$c")
-			in_order "run W4-single-c$c $c a2single $here/w4_cycle.sql $PGPORT w4s-r$r-c$c-" \
-				"run W4-delegated-c$c $c postgres $here/w4_cycle.sql $PGPORT $p" \
-				"on_worker W4-on-worker-c$c $c $here/w4_cycle.sql w4w-r$r-c$c"
-			in_order "run W9-single-c$c $c a2single $here/w9_cycle.sql" \
-				"w9_fleet W9-on-worker-c$c $c" \
-				"run W9-coordinator-c$c $c postgres $here/w9_cycle.sql"
-		done
-	done
-fi
 
 if want cpu; then
 	# one of a2's statements on its own, on the node holding session w9-1:
@@ -406,6 +418,27 @@ if want cpu; then
 			"run_cpu C-W9-coordinator postgres $here/w9_cycle.sql $PGPORT '' $((cpu_calls / 20))"
 		in_order "run_cpu C-stmt-citus postgres $out/stmt-a2_events.sql $sport w9-1 $((cpu_calls * 2))" \
 			"run_cpu C-stmt-shard postgres $out/stmt-$shard.sql $sport w9-1 $((cpu_calls * 2))"
+	done
+fi
+
+if want ratios; then
+	for r in $(seq "$repeat"); do
+		a2_log "citus bench: repeat $r of $repeat (${seconds}s per run)"
+		for c in $client_counts; do
+			p=$(prefix_balanced "w1d-r$r-c$c-" "$c")
+			shapes=("run W1-single-c$c $c a2single $here/w1_append.sql $PGPORT w1s-r$r-c$c-"
+				"run W1-delegated-c$c $c postgres $here/w1_append.sql $PGPORT $p"
+				"on_worker W1-on-worker-c$c $c $here/w1_append.sql w1w-r$r-c$c")
+			((c == 1)) && shapes+=("run W1-coordinator-c$c $c postgres $here/citus_w1_coordinator.sql $PGPORT w1c-r$r-c$c-")
+			in_order "${shapes[@]}"
+			p=$(prefix_balanced "w4d-r$r-c$c-" "$c")
+			in_order "run W4-single-c$c $c a2single $here/w4_cycle.sql $PGPORT w4s-r$r-c$c-" \
+				"run W4-delegated-c$c $c postgres $here/w4_cycle.sql $PGPORT $p" \
+				"on_worker W4-on-worker-c$c $c $here/w4_cycle.sql w4w-r$r-c$c"
+			in_order "run W9-single-c$c $c a2single $here/w9_cycle.sql" \
+				"w9_fleet W9-on-worker-c$c $c" \
+				"run W9-coordinator-c$c $c postgres $here/w9_cycle.sql"
+		done
 	done
 fi
 
@@ -528,10 +561,10 @@ if want workers; then
 	echo
 	echo "1 vs 2 worker nodes, $scale_clients clients, median TPS (range over $repeat repeats):"
 	echo
-	echo "| workload | 1 worker | 2 workers | 2/1 |"
-	echo "|---|--:|--:|--:|"
-	echo "| W1 append, delegated | $(cell S-W1-delegated-w1) | $(cell S-W1-delegated-w2) | $(ratio_cell S-W1-delegated-w2 S-W1-delegated-w1) |"
-	echo "| W9 fleet loop, on-worker | $(cell S-W9-on-worker-w1) | $(cell S-W9-on-worker-w2) | $(ratio_cell S-W9-on-worker-w2 S-W9-on-worker-w1) |"
+	echo "| workload | 1 worker | 2 workers | 2/1 | WAL flushes per transaction, 1 / 2 workers |"
+	echo "|---|--:|--:|--:|--:|"
+	echo "| W1 append, delegated | $(cell S-W1-delegated-w1) | $(cell S-W1-delegated-w2) | $(ratio_cell S-W1-delegated-w2 S-W1-delegated-w1) | $(median S-W1-delegated-w1:syncs_per_tx) / $(median S-W1-delegated-w2:syncs_per_tx) |"
+	echo "| W9 fleet loop, on-worker | $(cell S-W9-on-worker-w1) | $(cell S-W9-on-worker-w2) | $(ratio_cell S-W9-on-worker-w2 S-W9-on-worker-w1) | $(median S-W9-on-worker-w1:syncs_per_tx) / $(median S-W9-on-worker-w2:syncs_per_tx) |"
 fi
 
 # Where the time goes: what one append sends, per shape (after a first
