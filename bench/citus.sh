@@ -6,7 +6,8 @@
 #
 # Needs Citus installed in the PostgreSQL that PG_CONFIG names (see
 # docs/distributed.md).  Starts a 3-node cluster with
-# test/citus/cluster.sh (fsync on, base A2_CITUS_BENCH_BASE, coordinator port
+# test/citus/cluster.sh (fsync on, wal_level replica unless
+# A2_CITUS_WAL_LEVEL says otherwise, base A2_CITUS_BENCH_BASE, coordinator port
 # A2_CITUS_BENCH_PORT, workers on the next two ports), installs a2 twice on
 # the coordinator's server:
 #   database postgres  CREATE EXTENSION a2; SELECT a2_distribute();
@@ -102,6 +103,10 @@ only=${A2_BENCH_CITUS_ONLY:-ratios cpu workers}
 export A2_CITUS_BASE=${A2_CITUS_BENCH_BASE:-/tmp/a2-citus-bench}
 export A2_CITUS_PORT=${A2_CITUS_BENCH_PORT:-54345}
 export A2_CITUS_FSYNC=on
+# the benchmark moves shards in block_writes mode only: no logical decoding
+# needed, and the WAL written is what a single node configured by default
+# writes (test/citus/cluster.sh defaults to logical for the tests' moves)
+export A2_CITUS_WAL_LEVEL=${A2_CITUS_WAL_LEVEL:-replica}
 cluster=$root/test/citus/cluster.sh
 out=$(mktemp -d /tmp/a2-citus-bench.XXXXXX)
 chmod 0755 "$out"
