@@ -62,6 +62,11 @@
 #include "session.h"
 #include "spi_plans.h"
 
+/* placement p is active and on this node (Citus's metadata, on every node) */
+#define PLACEMENT_HERE(p) \
+	p ".shardstate OPERATOR(pg_catalog.=) 1 AND " p ".groupid OPERATOR(pg_catalog.=)" \
+	" (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)"
+
 static A2Statement create_row = {
 	.sql = "INSERT INTO @extschema@.a2_session_locks (session_id) VALUES ($1)"
 	" ON CONFLICT (session_id) DO NOTHING",
@@ -75,9 +80,7 @@ static A2Statement create_row = {
  */
 static A2Statement lock_shard = {
 	.sql = "SELECT s.shardid, EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p"
-	"         WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid"
-	"           AND p.shardstate OPERATOR(pg_catalog.=) 1"
-	"           AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g))"
+	"         WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid AND " PLACEMENT_HERE("p") ")"
 	"  FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) AS shardid) s",
 	.local_only = true,
 	.nargs = 2, .argtypes = {REGCLASSOID, TEXTOID}
@@ -204,8 +207,7 @@ static A2Statement local_shards = {
 	.sql = "SELECT s.shardid FROM pg_catalog.pg_dist_shard s"
 	"  JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid"
 	" WHERE s.logicalrelid OPERATOR(pg_catalog.=) $1"
-	"   AND p.shardstate OPERATOR(pg_catalog.=) 1"
-	"   AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)"
+	"   AND " PLACEMENT_HERE("p")
 	" ORDER BY s.shardid",
 	.local_only = true,
 	.nargs = 1, .argtypes = {OIDOID}

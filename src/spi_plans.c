@@ -403,6 +403,16 @@ shard_moved_error(ErrorData *edata)
  * as it was.
  */
 static int
+run_plan(A2Statement *stmt, Datum *values, const char *nulls, bool read_only,
+		 Snapshot snapshot, Snapshot crosscheck)
+{
+	if (snapshot == InvalidSnapshot)
+		return SPI_execute_plan(prepare(stmt), values, nulls, read_only, 0);
+	return SPI_execute_snapshot(prepare(stmt), values, nulls, snapshot,
+								crosscheck, read_only, true, 0);
+}
+
+static int
 execute(A2Statement *stmt, Datum *values, const char *nulls, bool read_only,
 		Snapshot snapshot, Snapshot crosscheck)
 {
@@ -410,16 +420,10 @@ execute(A2Statement *stmt, Datum *values, const char *nulls, bool read_only,
 	volatile int rc = 0;
 
 	if (!distributed)
-		return snapshot == InvalidSnapshot ?
-			SPI_execute_plan(prepare(stmt), values, nulls, read_only, 0) :
-			SPI_execute_snapshot(prepare(stmt), values, nulls, snapshot,
-								 crosscheck, read_only, true, 0);
+		return run_plan(stmt, values, nulls, read_only, snapshot, crosscheck);
 	PG_TRY();
 	{
-		rc = snapshot == InvalidSnapshot ?
-			SPI_execute_plan(prepare(stmt), values, nulls, read_only, 0) :
-			SPI_execute_snapshot(prepare(stmt), values, nulls, snapshot,
-								 crosscheck, read_only, true, 0);
+		rc = run_plan(stmt, values, nulls, read_only, snapshot, crosscheck);
 	}
 	PG_CATCH();
 	{
