@@ -53,7 +53,7 @@ static A2Statement find_existing_id = {
 	.dist_sql = "SELECT e.event_id FROM @extschema@.a2_events e"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $2 AND e.idx OPERATOR(pg_catalog.<=) $3 AND e.event_id OPERATOR(pg_catalog.=) ANY ($1)"
 	" ORDER BY pg_catalog.array_position($1, e.event_id) LIMIT 1",
-	.nargs = 3, .argtypes = {TEXTARRAYOID, TEXTOID, INT8OID}
+	.session_param = 2, .nargs = 3, .argtypes = {TEXTARRAYOID, TEXTOID, INT8OID}
 };
 
 /* $2, the session, only narrows the distributed form (see above) */
@@ -66,7 +66,7 @@ static A2Statement events_by_ids = {
 	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $2 AND e.event_id OPERATOR(pg_catalog.=) ANY ($1)"
 	" ORDER BY pg_catalog.array_position($1, e.event_id)",
-	.nargs = 2, .argtypes = {TEXTARRAYOID, TEXTOID}
+	.session_param = 2, .nargs = 2, .argtypes = {TEXTARRAYOID, TEXTOID}
 };
 
 static A2Statement lock_parents = {
@@ -74,7 +74,7 @@ static A2Statement lock_parents = {
 	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
 	" ORDER BY e.idx FOR UPDATE",
-	.nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
+	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
 };
 
 uint64

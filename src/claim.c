@@ -71,12 +71,12 @@ PG_FUNCTION_INFO_V1(a2_claim);
 
 static A2Statement claim_eligible = {
 	.sql = CLAIM_ELIGIBLE_SQL("FOR UPDATE"),
-	.nargs = 5, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT8ARRAYOID}
+	.session_param = 1, .nargs = 5, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT8ARRAYOID}
 };
 
 static A2Statement claim_eligible_skip_locked = {
 	.sql = CLAIM_ELIGIBLE_SQL("FOR UPDATE SKIP LOCKED"),
-	.nargs = 5, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT8ARRAYOID}
+	.session_param = 1, .nargs = 5, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT8ARRAYOID}
 };
 
 /*
@@ -94,7 +94,7 @@ static A2Statement next_expiry = {
 	"   AND e.failed_at IS NULL AND e.lane_ready"
 	"   AND (e.claim_expires_at OPERATOR(pg_catalog.>) $2"
 	A2_NB("        OR e.not_before OPERATOR(pg_catalog.>) $2", "") ")",
-	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
+	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
 uint64

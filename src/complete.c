@@ -46,7 +46,7 @@ static A2Statement lock_event = {
 	"       e.claim_holder IS NOT NULL, e.failed_at IS NOT NULL"
 	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE",
-	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
+	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
 /*
@@ -72,7 +72,7 @@ static A2Statement finish_event = {
 	"        AND p.processed_at IS NULL AND p.idx OPERATOR(pg_catalog.<>) $2"
 	"      ORDER BY p.idx LIMIT 1)"
 	"), " A2_RELEASE_PINS_SQL,
-	.nargs = 5, .argtypes = {TEXTOID, INT8OID, INT8OID, INT4OID, JSONBOID}
+	.session_param = 1, .nargs = 5, .argtypes = {TEXTOID, INT8OID, INT8OID, INT4OID, JSONBOID}
 };
 
 typedef struct CompleteArgs

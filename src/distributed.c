@@ -13,27 +13,37 @@
  *	  their own node and interleave.  So in distributed mode the session
  *	  lock is a row lock on the session's a2_session_locks row, which lives
  *	  in the shard colocated with the session's events: every path locks
- *	  the same row on the same node.  A call running on that node (a
- *	  delegated call, a2_claim_next on a worker) locks it straight on the
- *	  shard table with a kept local plan; a call anywhere else through a
- *	  statement Citus routes there.  The row is created on first use
+ *	  the same row on the same node.  The row is created on first use
  *	  (INSERT ... ON CONFLICT DO NOTHING waits for a concurrent creator) and
  *	  then locked FOR UPDATE, reading the latest committed version even
  *	  under REPEATABLE READ; the try form is FOR UPDATE SKIP LOCKED.
  *	  Presence participants the same way, on a2_presence_locks
  *	  (distributed by ns), always through Citus.
  *
- *	  Event insertion: Citus refuses subqueries inside INSERT and would
- *	  route INSERT ... SELECT from unnest() through the coordinator, so the
- *	  greatest index and the lanes that already have unprocessed events are
- *	  read first (under the session lock nothing changes them) and each
- *	  event is one INSERT ... VALUES.  A unique violation there can only
- *	  mean that the session lock and the insert met different copies of the
- *	  shard -- a call routed by metadata that a concurrent shard move had
- *	  just changed -- and nothing was written: spi_plans.c reports it as
- *	  40001, a retry (SPEC 7.6), as it does Citus refusing the statements
- *	  of a call delegated to the shard's old node.  Presence writes: per
- *	  field, single-row statements.
+ *	  Pinned sessions.  On the node that holds the session's shard group
+ *	  (every delegated call; a2_claim_next on a worker) the lock first pins
+ *	  the session to that group (dist_pin.c): it takes Citus's
+ *	  shard-metadata lock on the group, which a shard move must wait for,
+ *	  and checks the placement again under it.  From then on, to the end of
+ *	  the transaction, every statement of that session runs straight on the
+ *	  shard tables with a kept plan -- the lock row, and the operations' own
+ *	  statements -- and this layer hands batch inserts and snapshot pins to
+ *	  local.c's set-based statements: a delegated call runs no statement
+ *	  through Citus, a client's own call on the worker one.  Anywhere else
+ *	  (the coordinator, a shard that just moved away) nothing is pinned and
+ *	  what follows applies.
+ *
+ *	  Event insertion through Citus: Citus refuses subqueries inside INSERT
+ *	  and would route INSERT ... SELECT from unnest() through the
+ *	  coordinator, so the greatest index and the lanes that already have
+ *	  unprocessed events are read first (under the session lock nothing
+ *	  changes them) and each event is one INSERT ... VALUES.  A unique
+ *	  violation there can only mean that the session lock and the insert
+ *	  met different copies of the shard -- a call routed by metadata that a
+ *	  concurrent shard move had just changed -- and nothing was written:
+ *	  spi_plans.c reports it as 40001, a retry (SPEC 7.6), as it does Citus
+ *	  refusing the statements of a call delegated to the shard's old node.
+ *	  Presence writes: per field, single-row statements.
  *
  *	  Work discovery (a2_claim_next): a node that holds shards of a2_events
  *	  walks only its own shards, reading the shard tables directly with one
@@ -44,7 +54,9 @@
  *	  without shards (the coordinator, usually) walks the distributed table
  *	  through Citus: one statement across every shard per step.
  *
- *	  Lock order: layer.h's.  Calls nothing above the layer.
+ *	  Lock order: layer.h's, with Citus's shard-metadata lock (shared, as
+ *	  every Citus write takes it) before the session's lock row.  Calls
+ *	  nothing above the layer.
  *
  * IDENTIFICATION
  *	  src/distributed.c
@@ -58,83 +70,47 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "dist_pin.h"
 #include "layer.h"
 #include "session.h"
+#include "shard_pin.h"
 #include "spi_plans.h"
-
-/* placement p is active and on this node (Citus's metadata, on every node) */
-#define PLACEMENT_HERE(p) \
-	p ".shardstate OPERATOR(pg_catalog.=) 1 AND " p ".groupid OPERATOR(pg_catalog.=)" \
-	" (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)"
 
 static A2Statement create_row = {
 	.sql = "INSERT INTO @extschema@.a2_session_locks (session_id) VALUES ($1)"
 	" ON CONFLICT (session_id) DO NOTHING",
-	.nargs = 1, .argtypes = {TEXTOID}
+	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
 };
 
-/*
- * The shard of a2_session_locks ($1) that holds session $2, and whether
- * this node holds its active placement: a local catalog read (Citus's
- * metadata is on every node), kept as a generic plan.
- */
-static A2Statement lock_shard = {
-	.sql = "SELECT s.shardid, EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p"
-	"         WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid AND " PLACEMENT_HERE("p") ")"
-	"  FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) AS shardid) s",
-	.local_only = true,
-	.nargs = 2, .argtypes = {REGCLASSOID, TEXTOID}
-};
-
-/* The session's lock row through Citus, from any node. */
+/* The session's lock row (through Citus, or on the pinned shard). */
 static A2Statement lock_row = {
 	.sql = "SELECT 1 FROM @extschema@.a2_session_locks l"
 	" WHERE l.session_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-	.nargs = 1, .argtypes = {TEXTOID}
+	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
 };
 
 static A2Statement try_lock_row = {
 	.sql = "SELECT 1 FROM @extschema@.a2_session_locks l"
 	" WHERE l.session_id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
-	.nargs = 1, .argtypes = {TEXTOID}
+	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
 };
 
 static A2Statement row_exists = {
 	.sql = "SELECT 1 FROM @extschema@.a2_session_locks l"
 	" WHERE l.session_id OPERATOR(pg_catalog.=) $1",
-	.nargs = 1, .argtypes = {TEXTOID}
+	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
 };
 
 static A2Statement has_events = {
 	.sql = "SELECT 1 FROM @extschema@.a2_events e"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 LIMIT 1",
-	.nargs = 1, .argtypes = {TEXTOID}
+	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
 };
-
-/*
- * The same three on one shard of a2_session_locks, read directly: plain
- * local statements with kept plans, for sessions whose shard is on this
- * node (shard_locks(), one set per shard).
- */
-#define SHARD_LOCK_SQL(suffix) \
-	"SELECT 1 FROM @extschema@.a2_session_locks_" INT64_FORMAT " l" \
-	" WHERE l.session_id OPERATOR(pg_catalog.=) $1" suffix
-
-typedef struct ShardLocks
-{
-	int64		shardid;
-	A2Statement lock;
-	A2Statement try_lock;
-	A2Statement exists;
-} ShardLocks;
-
-static ShardLocks **shard_locks_cache = NULL;
-static int	shard_locks_count = 0;
 
 static A2Statement last_index = {
 	.sql = "SELECT e.idx FROM @extschema@.a2_events e"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 ORDER BY e.idx DESC LIMIT 1",
-	.nargs = 1, .argtypes = {TEXTOID}
+	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
 };
 
 /*
@@ -146,13 +122,13 @@ static A2Statement last_index = {
 static A2Statement retired_mark = {
 	.sql = "SELECT r.last_index FROM @extschema@.a2_retired_sessions r"
 	" WHERE r.session_id OPERATOR(pg_catalog.=) $1",
-	.nargs = 1, .argtypes = {TEXTOID}
+	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
 };
 
 static A2Statement busy_lanes = {
 	.sql = "SELECT DISTINCT p.lane FROM @extschema@.a2_events p"
 	" WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) ANY ($2) AND p.processed_at IS NULL",
-	.nargs = 2, .argtypes = {TEXTOID, TEXTARRAYOID}
+	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, TEXTARRAYOID}
 };
 
 #define INSERT_ROW_SQL(on_conflict) \
@@ -167,11 +143,11 @@ static A2Statement busy_lanes = {
 
 static A2Statement insert_row = {
 	.sql = INSERT_ROW_SQL(" ON CONFLICT (session_id, event_id) DO NOTHING"),
-	INSERT_ROW_ARGS
+	.session_param = 1, INSERT_ROW_ARGS
 };
 
 static A2Statement insert_row_generated = {
-	.sql = INSERT_ROW_SQL(""), INSERT_ROW_ARGS
+	.sql = INSERT_ROW_SQL(""), .session_param = 1, INSERT_ROW_ARGS
 };
 
 static A2Statement lock_participant_row = {
@@ -207,7 +183,7 @@ static A2Statement local_shards = {
 	.sql = "SELECT s.shardid FROM pg_catalog.pg_dist_shard s"
 	"  JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid"
 	" WHERE s.logicalrelid OPERATOR(pg_catalog.=) $1"
-	"   AND " PLACEMENT_HERE("p")
+	"   AND " A2_PLACEMENT_HERE("p")
 	" ORDER BY s.shardid",
 	.local_only = true,
 	.nargs = 1, .argtypes = {OIDOID}
@@ -307,65 +283,6 @@ try_lock_or_create_row(A2Statement *try_lock, A2Statement *exists,
 	return a2_exec_latest(try_lock, key, NULL, SPI_OK_SELECT) == 1;
 }
 
-/* The statements that lock session rows of one local shard. */
-static ShardLocks *
-shard_locks(int64 shardid)
-{
-	ShardLocks *sl;
-	MemoryContext old;
-
-	for (int i = 0; i < shard_locks_count; i++)
-		if (shard_locks_cache[i]->shardid == shardid)
-			return shard_locks_cache[i];
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	if (shard_locks_cache == NULL)
-		shard_locks_cache = palloc(sizeof(ShardLocks *) * 64);
-	else if (shard_locks_count % 64 == 0)
-		shard_locks_cache = repalloc(shard_locks_cache,
-									 sizeof(ShardLocks *) * (shard_locks_count + 64));
-	sl = palloc0(sizeof(ShardLocks));
-	sl->shardid = shardid;
-	sl->lock = (A2Statement) {.local_only = true, .nargs = 1, .argtypes = {TEXTOID}};
-	sl->try_lock = sl->lock;
-	sl->exists = sl->lock;
-	MemoryContextSwitchTo(old);
-	a2_set_statement_text(&sl->lock, psprintf(SHARD_LOCK_SQL(" FOR UPDATE"), shardid));
-	a2_set_statement_text(&sl->try_lock, psprintf(SHARD_LOCK_SQL(" FOR UPDATE SKIP LOCKED"), shardid));
-	a2_set_statement_text(&sl->exists, psprintf(SHARD_LOCK_SQL(""), shardid));
-	shard_locks_cache[shard_locks_count++] = sl;
-	return sl;
-}
-
-/*
- * The lock statements for the session: the shard's own when its shard is
- * on this node -- where a delegated call runs, and a2_claim_next on a
- * worker -- so locking costs no Citus planning there; else the routed ones.
- * Both lock the same row on the same node.  (A shard move between this
- * check and the writes is what spi_plans.c turns into 40001.)
- */
-static void
-lock_statements(Datum session, A2Statement **lock, A2Statement **try_lock,
-				A2Statement **exists)
-{
-	Datum		values[2] = {ObjectIdGetDatum(a2_relid("a2_session_locks")), session};
-
-	a2_exec(&lock_shard, values, NULL, true, SPI_OK_SELECT);
-	if (a2_col_bool(0, 2))
-	{
-		ShardLocks *sl = shard_locks(a2_col_int64(0, 1));
-
-		*lock = &sl->lock;
-		*try_lock = &sl->try_lock;
-		*exists = &sl->exists;
-	}
-	else
-	{
-		*lock = &lock_row;
-		*try_lock = &try_lock_row;
-		*exists = &row_exists;
-	}
-}
-
 /*
  * The session lock: the session's a2_session_locks row FOR UPDATE, created
  * on first use (through Citus, which writes it on the shard's node).  Each
@@ -377,13 +294,10 @@ static void
 dist_lock_session(const char *session_id)
 {
 	Datum		key[1] = {CStringGetTextDatum(session_id)};
-	A2Statement *lock;
-	A2Statement *try_lock;
-	A2Statement *exists;
 
 	a2_spi_begin();
-	lock_statements(key[0], &lock, &try_lock, &exists);
-	lock_or_create_row(lock, &create_row, key, "session", session_id);
+	a2_pin_local_shard(key[0], session_id);
+	lock_or_create_row(&lock_row, &create_row, key, "session", session_id);
 	a2_spi_end();
 }
 
@@ -395,20 +309,16 @@ dist_lock_session(const char *session_id)
  * with its data): then the row is created here, once.
  */
 static bool
-try_lock_session(Datum *key)
+try_lock_session(Datum *key, const char *session_id)
 {
-	A2Statement *lock;
-	A2Statement *try_lock;
-	A2Statement *exists;
-
-	lock_statements(key[0], &lock, &try_lock, &exists);
-	if (a2_exec_latest(try_lock, key, NULL, SPI_OK_SELECT) == 1)
+	a2_pin_local_shard(key[0], session_id);
+	if (a2_exec_latest(&try_lock_row, key, NULL, SPI_OK_SELECT) == 1)
 		return true;
-	if (a2_exec_latest(exists, key, NULL, SPI_OK_SELECT) > 0 ||
+	if (a2_exec_latest(&row_exists, key, NULL, SPI_OK_SELECT) > 0 ||
 		a2_exec_latest(&has_events, key, NULL, SPI_OK_SELECT) == 0)
 		return false;
 	a2_exec(&create_row, key, NULL, false, SPI_OK_INSERT);
-	return a2_exec_latest(try_lock, key, NULL, SPI_OK_SELECT) == 1;
+	return a2_exec_latest(&try_lock_row, key, NULL, SPI_OK_SELECT) == 1;
 }
 
 static bool
@@ -418,7 +328,7 @@ dist_try_lock_session(const char *session_id)
 	bool		locked;
 
 	a2_spi_begin();
-	locked = try_lock_session(key);
+	locked = try_lock_session(key, session_id);
 	a2_spi_end();
 	return locked;
 }
@@ -498,6 +408,13 @@ dist_insert_events(const char *session_id, A2EventInput *events, int count,
 	int64	   *base = &out->base;
 	bool	   *pending = &out->pending;
 
+	if (a2_pinned_session(session_id) != NULL)
+	{
+		/* on the shard tables: one set-based statement, as on one server */
+		a2_local_layer.insert_events(session_id, events, count, now_ms,
+									 generated, need_pending, out);
+		return;
+	}
 	a2_batch_blocked_lanes(events, count, blocked);
 	*base = 0;
 	/* the greatest index, else a dropped session's mark, else 0 */
@@ -603,14 +520,14 @@ static A2Statement insert_pin = {
 	.sql = "INSERT INTO @extschema@.a2_snapshot_pins"
 	"  (session_id, event_index, reducer_name, up_to_index)"
 	" VALUES ($1, $4, $2, $3) ON CONFLICT DO NOTHING",
-	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8OID}
+	.session_param = 1, .nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8OID}
 };
 
 static A2Statement read_head = {
 	.sql = "SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
 	"  FROM @extschema@.a2_snapshots s"
 	" WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2",
-	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
+	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, TEXTOID}
 };
 
 static A2Statement history_row = {
@@ -619,7 +536,7 @@ static A2Statement history_row = {
 	" VALUES ($1, $2, $3, $4, $5)"
 	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
 	"   SET state = excluded.state, updated_at = excluded.updated_at",
-	.nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
+	.session_param = 1, .nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
 };
 
 static void
@@ -628,6 +545,11 @@ dist_insert_pins(const char *session_id, const char *reducer, int64 index,
 {
 	Datum		values[4];
 
+	if (a2_pinned_session(session_id) != NULL)
+	{
+		a2_local_layer.insert_pins(session_id, reducer, index, pins, n);
+		return;
+	}
 	values[0] = CStringGetTextDatum(session_id);
 	values[1] = CStringGetTextDatum(reducer);
 	values[2] = Int64GetDatum(index);
@@ -644,6 +566,11 @@ dist_head_to_history(const char *session_id, const char *reducer)
 	Datum		key[2] = {CStringGetTextDatum(session_id), CStringGetTextDatum(reducer)};
 	Datum		row[5];
 
+	if (a2_pinned_session(session_id) != NULL)
+	{
+		a2_local_layer.head_to_history(session_id, reducer);
+		return;
+	}
 	if (a2_exec_latest(&read_head, key, NULL, SPI_OK_SELECT) != 1)
 		return;
 	/* the tuple table stays valid until a2_spi_end(); no column is null */
@@ -694,7 +621,7 @@ static A2Statement read_state_one = {
 	"   AND e.idx OPERATOR(pg_catalog.>) COALESCE(sel.snap_index, -1)"
 	"   AND e.idx OPERATOR(pg_catalog.<=) COALESCE($2, 9223372036854775807) "
 	"ORDER BY 8, 2",
-	.nargs = 4, .argtypes = {TEXTOID, INT8OID, INT8OID, TEXTOID}
+	.session_param = 1, .nargs = 4, .argtypes = {TEXTOID, INT8OID, INT8OID, TEXTOID}
 };
 
 static void

@@ -44,7 +44,7 @@ static A2Statement lock_event = {
 	"                e.last_failed_attempt IS NULL AND $3 IS NULL)"
 	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE",
-	.nargs = 3, .argtypes = {TEXTOID, INT8OID, INT4OID}
+	.session_param = 1, .nargs = 3, .argtypes = {TEXTOID, INT8OID, INT4OID}
 };
 
 static A2Statement record_failure = {
@@ -55,7 +55,7 @@ static A2Statement record_failure = {
 	"  claim_holder = NULL, claim_expires_at = NULL"
 	A2_NB(", not_before = COALESCE($7, e.not_before)", "")
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2",
-	.nargs = 7, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT4OID, BOOLOID, INT8OID}
+	.session_param = 1, .nargs = 7, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT4OID, BOOLOID, INT8OID}
 };
 
 typedef struct FailArgs

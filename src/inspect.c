@@ -137,7 +137,7 @@ static A2Statement list_snapshots = {
 	"  FROM @extschema@.a2_snapshot_history h"
 	" WHERE $2 AND h.session_id OPERATOR(pg_catalog.=) $1"
 	" ORDER BY 1, 2",
-	.nargs = 2, .argtypes = {TEXTOID, BOOLOID}
+	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, BOOLOID}
 };
 
 /* A text argument that may be empty (a prefix) but not longer than a name. */

@@ -102,12 +102,18 @@ local_try_lock_session(const char *session_id)
 	.nargs = 11, .argtypes = {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
 	JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID, BOOLOID, INT8ARRAYOID}
 
+/*
+ * dist_sql: on a session's pinned shard (distributed.c), where event ids
+ * are unique per session.
+ */
 static A2Statement insert_batch = {
-	.sql = INSERT_BATCH_SQL("  ON CONFLICT (event_id) DO NOTHING"), INSERT_BATCH_ARGS
+	.sql = INSERT_BATCH_SQL("  ON CONFLICT (event_id) DO NOTHING"),
+	.dist_sql = INSERT_BATCH_SQL("  ON CONFLICT (session_id, event_id) DO NOTHING"),
+	.session_param = 1, INSERT_BATCH_ARGS
 };
 
 static A2Statement insert_generated = {
-	.sql = INSERT_BATCH_SQL(""), INSERT_BATCH_ARGS
+	.sql = INSERT_BATCH_SQL(""), .session_param = 1, INSERT_BATCH_ARGS
 };
 
 /*
@@ -136,11 +142,13 @@ static A2Statement insert_generated = {
 	BOOLOID, BOOLOID, INT8OID}
 
 static A2Statement insert_one = {
-	.sql = INSERT_ONE_SQL(" ON CONFLICT (event_id) DO NOTHING"), INSERT_ONE_ARGS
+	.sql = INSERT_ONE_SQL(" ON CONFLICT (event_id) DO NOTHING"),
+	.dist_sql = INSERT_ONE_SQL(" ON CONFLICT (session_id, event_id) DO NOTHING"),
+	.session_param = 1, INSERT_ONE_ARGS
 };
 
 static A2Statement insert_one_generated = {
-	.sql = INSERT_ONE_SQL(""), INSERT_ONE_ARGS
+	.sql = INSERT_ONE_SQL(""), .session_param = 1, INSERT_ONE_ARGS
 };
 
 static void
@@ -346,7 +354,7 @@ static A2Statement insert_pins = {
 	"  (session_id, event_index, reducer_name, up_to_index)"
 	" SELECT $1, i.idx, $2, $3 FROM pg_catalog.unnest($4) AS i(idx)"
 	" ON CONFLICT DO NOTHING",
-	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8ARRAYOID}
+	.session_param = 1, .nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8ARRAYOID}
 };
 
 static A2Statement head_to_history = {
@@ -357,7 +365,7 @@ static A2Statement head_to_history = {
 	"  WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2"
 	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
 	"   SET state = excluded.state, updated_at = excluded.updated_at",
-	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
+	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, TEXTOID}
 };
 
 static void

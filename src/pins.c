@@ -25,7 +25,7 @@
 
 static A2Statement release_pins = {
 	.sql = "WITH " A2_RELEASE_PINS_SQL,
-	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
+	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
 void

@@ -30,7 +30,7 @@ static A2Statement read_range = {
 	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.>) $2 AND e.idx OPERATOR(pg_catalog.<=) $3"
 	" ORDER BY e.idx LIMIT $4",
-	.nargs = 4, .argtypes = {TEXTOID, INT8OID, INT8OID, INT8OID}
+	.session_param = 1, .nargs = 4, .argtypes = {TEXTOID, INT8OID, INT8OID, INT8OID}
 };
 
 static Jsonb *

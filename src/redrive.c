@@ -53,7 +53,7 @@ static A2Statement lock_event = {
 	"       e.failure_count OPERATOR(pg_catalog.=) 0 AND e.last_failed_at IS NOT NULL"
 	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE",
-	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
+	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8OID}
 };
 
 /* Dead letters of a session, locked in index order. */
@@ -62,7 +62,7 @@ static A2Statement lock_dead_letters = {
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL"
 	"   AND e.failed_at IS NOT NULL"
 	" ORDER BY e.idx FOR UPDATE",
-	.nargs = 1, .argtypes = {TEXTOID}
+	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
 };
 
 /* The rows were locked by one of the statements above. */
@@ -76,13 +76,13 @@ static A2Statement redrive_listed = {
 	"     AND e.processed_at IS NULL AND e.failed_at IS NOT NULL"
 	"  RETURNING " A2_EVENT_COLUMNS
 	") SELECT * FROM redriven ORDER BY idx",
-	.nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
+	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
 };
 
 static A2Statement max_index = {
 	.sql = "SELECT pg_catalog.max(e.idx) FROM @extschema@.a2_events e"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1",
-	.nargs = 1, .argtypes = {TEXTOID}
+	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
 };
 
 /*

@@ -45,13 +45,13 @@ static A2Statement lock_listed = {
 	"  FROM @extschema@.a2_events e"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
 	" ORDER BY e.idx FOR UPDATE",
-	.nargs = 4, .argtypes = {TEXTOID, INT8ARRAYOID, TEXTOID, INT8OID}
+	.session_param = 1, .nargs = 4, .argtypes = {TEXTOID, INT8ARRAYOID, TEXTOID, INT8OID}
 };
 
 static A2Statement extend_leases = {
 	.sql = "UPDATE @extschema@.a2_events e SET claim_expires_at = $3"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)",
-	.nargs = 3, .argtypes = {TEXTOID, INT8ARRAYOID, INT8OID}
+	.session_param = 1, .nargs = 3, .argtypes = {TEXTOID, INT8ARRAYOID, INT8OID}
 };
 
 typedef struct ListedClaim

@@ -53,7 +53,7 @@ static A2Statement lock_events = {
 	"               e.processed_at IS NULL AND e.failed_at IS NULL AS unfinished"
 	"          FROM @extschema@.a2_events e WHERE e.session_id OPERATOR(pg_catalog.=) $1"
 	"         ORDER BY e.idx FOR UPDATE) l",
-	.nargs = 1, .argtypes = {TEXTOID}
+	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
 };
 
 /*
@@ -83,7 +83,7 @@ static A2Statement delete_session = {
 	"        COALESCE((SELECT m.last_index FROM mark m),"
 	"                 (SELECT o.last_index FROM @extschema@.a2_retired_sessions o"
 	"                   WHERE o.session_id OPERATOR(pg_catalog.=) $1))",
-	.nargs = 3, .argtypes = {TEXTOID, INT8OID, INT8OID}
+	.session_param = 1, .nargs = 3, .argtypes = {TEXTOID, INT8OID, INT8OID}
 };
 
 /*

@@ -19,7 +19,7 @@
 static A2Statement session_pending = {
 	.sql = "SELECT EXISTS (SELECT 1 FROM @extschema@.a2_events e"
 	"                WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL)",
-	.nargs = 1, .argtypes = {TEXTOID}
+	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
 };
 
 bool

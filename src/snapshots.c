@@ -43,20 +43,20 @@ static A2Statement lock_unfinished = {
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
 	"   AND e.processed_at IS NULL AND e.failed_at IS NULL"
 	" ORDER BY e.idx FOR SHARE",
-	.nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
+	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
 };
 
 static A2Statement lock_head = {
 	.sql = "SELECT s.up_to_index FROM @extschema@.a2_snapshots s"
 	" WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2 FOR UPDATE",
-	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
+	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, TEXTOID}
 };
 
 
 static A2Statement is_pinned = {
 	.sql = "SELECT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p"
 	"  WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.reducer_name OPERATOR(pg_catalog.=) $2 AND p.up_to_index OPERATOR(pg_catalog.=) $3)",
-	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
+	.session_param = 1, .nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
 };
 
 
@@ -69,7 +69,7 @@ static A2Statement put_head = {
 	"   SET up_to_index = excluded.up_to_index, state = excluded.state,"
 	"       updated_at = excluded.updated_at"
 	"   WHERE excluded.up_to_index OPERATOR(pg_catalog.>=) s.up_to_index",
-	.nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
+	.session_param = 1, .nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
 };
 
 static A2Statement put_history = {
@@ -78,13 +78,13 @@ static A2Statement put_history = {
 	" VALUES ($1, $2, $3, $4, $5)"
 	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
 	"   SET state = excluded.state, updated_at = excluded.updated_at",
-	.nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
+	.session_param = 1, .nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
 };
 
 static A2Statement drop_history_at = {
 	.sql = "DELETE FROM @extschema@.a2_snapshot_history h"
 	" WHERE h.session_id OPERATOR(pg_catalog.=) $1 AND h.reducer_name OPERATOR(pg_catalog.=) $2 AND h.up_to_index OPERATOR(pg_catalog.=) $3",
-	.nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
+	.session_param = 1, .nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
 };
 
 

@@ -21,6 +21,12 @@
  *	  the same name, new statistics, a new index) is the plan cache's job:
  *	  a kept plan revalidates itself.
  *
+ *	  Distributed mode: a statement with a session_param runs, for a
+ *	  session the transaction pinned to a shard group of this node
+ *	  (shard_pin.h), on that group's shard tables: its text with each table
+ *	  named by its shard, a plain local statement with a generic plan, one
+ *	  per statement and shard group (shard_plans, keyed like that).
+ *
  *	  A plan being replaced may still be executing: a trigger on a2_events
  *	  can call a2 again while the outer a2 statement runs, and DDL in that
  *	  trigger can invalidate the cache.  Replaced plans are therefore never
@@ -49,12 +55,14 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
 #include "clock.h"
+#include "shard_pin.h"
 #include "spi_plans.h"
 
 static bool cache_valid = false;
@@ -68,6 +76,25 @@ static bool have_not_before = false;	/* 0.3.0's a2_events.not_before exists */
 
 /* plans replaced by a new generation, freed at the next pre-commit */
 static List *retired_plans = NIL;	/* in TopMemoryContext */
+
+/*
+ * Distributed mode: the plans of session-keyed statements on the shards of
+ * this node, one per statement and shard group (shard_pin.h).
+ */
+typedef struct ShardPlanKey
+{
+	A2Statement *stmt;
+	int64		anchor;
+} ShardPlanKey;
+
+typedef struct ShardPlan
+{
+	ShardPlanKey key;
+	SPIPlanPtr	plan;
+	uint64		generation;
+} ShardPlan;
+
+static HTAB *shard_plans = NULL;
 
 static void
 relcache_callback(Datum arg, Oid relid)
@@ -306,26 +333,65 @@ expand_conditionals(const char *sql)
  * which have no such function: a new library must keep serving a database
  * until ALTER EXTENSION a2 UPDATE runs.  That update adds an index on
  * a2_events, whose relcache invalidation makes every statement re-prepare.
+ * With `shards`, the text for that shard group (a2_shard_statement_text).
  */
 static char *
-expand_schema(const char *sql)
+expand_schema(const char *sql, const A2ShardSet *shards)
 {
 	char	   *with_mark = NULL;
+	char	   *on_shards = NULL;
 	char	   *conditional;
 	char	   *out;
 
 	if (strstr(sql, A2_RETIRED_MARK_TOKEN) != NULL)
 	{
-		with_mark = replace_token(sql, A2_RETIRED_MARK_TOKEN,
-								  have_retired ? "@extschema@.a2_retired_last_index($1)" : "NULL::pg_catalog.int8");
+		/*
+		 * On a shard the mark is read straight from the shard of
+		 * a2_retired_sessions (in distributed mode a2_grant_worker grants
+		 * SELECT on it): the function would plan its query through Citus.
+		 */
+		const char *mark = !have_retired ? "NULL::pg_catalog.int8" :
+			shards == NULL ? "@extschema@.a2_retired_last_index($1)" :
+			"(SELECT r.last_index FROM @extschema@.a2_retired_sessions r"
+			"  WHERE r.session_id OPERATOR(pg_catalog.=) $1)";
+
+		with_mark = replace_token(sql, A2_RETIRED_MARK_TOKEN, mark);
 		sql = with_mark;
 	}
+	if (shards != NULL)
+		sql = on_shards = a2_shard_statement_text(sql, shards);
 	conditional = expand_conditionals(sql);
 	out = replace_token(conditional, "@extschema@", schema_quoted);
 	pfree(conditional);
 	if (with_mark)
 		pfree(with_mark);
+	if (on_shards)
+		pfree(on_shards);
 	return out;
+}
+
+/* A plan being replaced may be executing in an outer call: free it at pre-commit. */
+static void
+retire_plan(SPIPlanPtr plan)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	retired_plans = lappend(retired_plans, plan);
+	MemoryContextSwitchTo(old);
+}
+
+static SPIPlanPtr
+keep_plan(const char *sql, A2Statement *stmt, int cursor_options)
+{
+	SPIPlanPtr	plan = SPI_prepare_cursor(sql, stmt->nargs, stmt->argtypes,
+										  cursor_options);
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare_cursor failed for \"%s\": %s",
+			 sql, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return plan;
 }
 
 static SPIPlanPtr
@@ -338,14 +404,11 @@ prepare(A2Statement *stmt)
 		return stmt->plan;
 	if (stmt->plan != NULL)
 	{
-		/* it may be executing in an outer call: free it at pre-commit */
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-		retired_plans = lappend(retired_plans, stmt->plan);
-		MemoryContextSwitchTo(old);
+		retire_plan(stmt->plan);
 		stmt->plan = NULL;
 	}
-	sql = expand_schema(distributed && stmt->dist_sql ? stmt->dist_sql : stmt->sql);
+	sql = expand_schema(distributed && stmt->dist_sql ? stmt->dist_sql : stmt->sql,
+						NULL);
 
 	/*
 	 * Single node: always the generic plan.  Every statement is keyed by
@@ -355,18 +418,55 @@ prepare(A2Statement *stmt)
 	 * session_id value, which a generic plan does not have -- except for a
 	 * statement that names only local relations (a shard, a catalog).
 	 */
-	plan = SPI_prepare_cursor(sql, stmt->nargs, stmt->argtypes,
-							  distributed && !stmt->local_only ?
-							  CURSOR_OPT_CUSTOM_PLAN : CURSOR_OPT_GENERIC_PLAN);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare_cursor failed for \"%s\": %s",
-			 sql, SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "SPI_keepplan failed");
+	plan = keep_plan(sql, stmt, distributed && !stmt->local_only ?
+					 CURSOR_OPT_CUSTOM_PLAN : CURSOR_OPT_GENERIC_PLAN);
 	pfree(sql);
 	stmt->plan = plan;
 	stmt->generation = cache_generation;
 	return plan;
+}
+
+/*
+ * The statement's plan on the shards of `shards` (a session pinned to a
+ * shard group of this node): its distributed text with each table named by
+ * its shard, a plain local statement to PostgreSQL, so a generic plan.
+ */
+static SPIPlanPtr
+prepare_on_shards(A2Statement *stmt, const A2ShardSet *shards)
+{
+	ShardPlanKey key;
+	ShardPlan  *entry;
+	bool		found;
+	char	   *sql;
+
+	if (shard_plans == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(ShardPlanKey);
+		ctl.entrysize = sizeof(ShardPlan);
+		ctl.hcxt = TopMemoryContext;
+		shard_plans = hash_create("a2 shard plans", 256, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	memset(&key, 0, sizeof(key));
+	key.stmt = stmt;
+	key.anchor = shards->anchor;
+	entry = hash_search(shard_plans, &key, HASH_ENTER, &found);
+	if (!found)
+		entry->plan = NULL;
+	else if (entry->plan != NULL && entry->generation == cache_generation)
+		return entry->plan;
+	if (entry->plan != NULL)
+	{
+		retire_plan(entry->plan);
+		entry->plan = NULL;
+	}
+	sql = expand_schema(stmt->dist_sql ? stmt->dist_sql : stmt->sql, shards);
+	entry->plan = keep_plan(sql, stmt, CURSOR_OPT_GENERIC_PLAN);
+	entry->generation = cache_generation;
+	pfree(sql);
+	return entry->plan;
 }
 
 void
@@ -406,9 +506,22 @@ static int
 run_plan(A2Statement *stmt, Datum *values, const char *nulls, bool read_only,
 		 Snapshot snapshot, Snapshot crosscheck)
 {
+	SPIPlanPtr	plan = NULL;
+
+	if (distributed && stmt->session_param > 0 &&
+		(nulls == NULL || nulls[stmt->session_param - 1] != 'n'))
+	{
+		const A2ShardSet *shards =
+			a2_pinned_session_datum(values[stmt->session_param - 1]);
+
+		if (shards != NULL)
+			plan = prepare_on_shards(stmt, shards);
+	}
+	if (plan == NULL)
+		plan = prepare(stmt);
 	if (snapshot == InvalidSnapshot)
-		return SPI_execute_plan(prepare(stmt), values, nulls, read_only, 0);
-	return SPI_execute_snapshot(prepare(stmt), values, nulls, snapshot,
+		return SPI_execute_plan(plan, values, nulls, read_only, 0);
+	return SPI_execute_snapshot(plan, values, nulls, snapshot,
 								crosscheck, read_only, true, 0);
 }
 

@@ -49,6 +49,15 @@ typedef struct A2Statement
 	 * generic plan in distributed mode too.
 	 */
 	bool		local_only;
+	/*
+	 * Distributed mode: $session_param (1-based; 0 none) is a session id,
+	 * and the statement reads and writes only that session's rows of the
+	 * session-keyed tables.  Once the transaction has pinned the session to
+	 * a shard of this node (shard_pin.h), the statement runs straight on
+	 * the shard tables with a kept generic plan: its dist_sql if it has one,
+	 * else its sql.
+	 */
+	int			session_param;
 	int			nargs;
 	Oid			argtypes[A2_MAX_STMT_ARGS];
 	/* filled in by the cache */

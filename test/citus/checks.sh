@@ -161,6 +161,99 @@ else
 	fail "2pc (delegated, a2.notify = on): $(grep -o 'cannot PREPARE[^"]*' <<<"$out" | head -1)"
 fi
 
+# --- pinned: a session's statements run on the shard tables -------------------
+# On the node that holds a session's shard, a call pins the session to it
+# (src/shard_pin.h): one write through Citus that changes nothing takes the
+# shard-metadata lock, and every other statement of the call runs straight
+# on the shard tables.  Counted with citus.log_local_commands, which logs
+# each statement Citus runs on a local shard: one per call, whatever the call.
+pin=$(q -c "SELECT citus_test_session_on('pin', $w1)")
+citus_statements() {
+	psql -X -v ON_ERROR_STOP=1 -At -p "$w1" -c 'SET citus.log_local_commands = on' -c "$1" 2>&1 |
+		grep -c 'executing the command locally' || true
+}
+counts=""
+for call in "SELECT a2_append('$pin', '[{\"type\": \"a\", \"lane\": \"l\"}, {\"type\": \"b\"}]') IS NOT NULL" \
+	"SELECT a2_claim('$pin', 'h', 30000) IS NOT NULL" \
+	"SELECT a2_complete('$pin', 1, 1, '[{\"type\": \"c\", \"id\": \"$pin-c\"}]') IS NOT NULL" \
+	"SELECT a2_fail('$pin', 2, 1, 'boom', 5) IS NOT NULL"; do
+	counts+="$(citus_statements "$call") "
+done
+if [[ $counts == "1 1 1 1 " ]]; then
+	pass "pinned: append, claim, complete and fail on the shard's node each run one statement through Citus (the metadata lock), the rest on the shard tables"
+else
+	fail "pinned: statements through Citus per call: $counts(expected 1 each)"
+fi
+if [[ $(q -c "SELECT string_agg(idx || ':' || event_type || ':' || (processed_at IS NOT NULL) || ':' || failure_count, ' ' ORDER BY idx)
+				FROM a2_events WHERE session_id = '$pin'") == "1:a:true:0 2:b:false:1 3:c:false:0" ]]; then
+	pass "pinned: the calls wrote what the routed path writes (indexes, completion, returned event, failure)"
+else
+	q -c "SELECT idx, event_type, processed_at, failure_count FROM a2_events WHERE session_id = '$pin' ORDER BY idx"
+	fail "pinned: unexpected rows"
+fi
+
+# A call Citus delegates runs in a backend of the coordinator's, which never
+# sends work elsewhere: there a2 takes the metadata lock itself (Citus's
+# lock_shard_metadata) instead of through a Citus statement.  Seen in
+# pg_locks on the worker while the coordinator's transaction is open: the
+# shared lock of the session's colocation group (class 8, Citus's colocated
+# shards metadata lock), held by the coordinator's connection.
+colocation=$(q -c "SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = 'a2_events'::regclass")
+psql -X -At -c "BEGIN" -c "SELECT a2_append('$pin', '[{\"type\": \"held\"}]')" \
+	-c "SELECT pg_sleep(3)" -c "COMMIT" >"$work/pin-held.out" 2>&1 &
+held_pid=$!
+held=""
+for _ in $(seq 50); do
+	held=$(q -p "$w1" -c "SELECT string_agg(l.mode || ' ' || (a.application_name LIKE 'citus_internal%'), ',')
+						  FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+						 WHERE l.locktype = 'advisory' AND l.objsubid = 8 AND l.objid = $colocation AND l.granted")
+	[[ -n $held ]] && break
+	sleep 0.1
+done
+wait "$held_pid" || true
+if [[ $held == "ShareLock true" ]] && grep -q '^COMMIT$' "$work/pin-held.out"; then
+	pass "pinned: a delegated call holds its shard group's metadata lock (ShareLock, class 8) on the worker until the coordinator's transaction ends"
+else
+	cat "$work/pin-held.out"
+	fail "pinned: delegated call's metadata lock on the worker: '$held'"
+fi
+
+# In one transaction on that node: a pinned append, then one delegated to
+# the other worker, then a Citus read across every shard.  The pin told
+# Citus that this node wrote a shard, so the read sees the pinned write and
+# the commit prepares the other worker's part (two-phase commit).
+far=$(q -c "SELECT citus_test_session_on('pin', $w2)")
+out=$(psql -X -v ON_ERROR_STOP=1 -At -p "$w1" -c 'SET citus.log_remote_commands = on' \
+	-c "BEGIN" \
+	-c "SELECT a2_append('$pin', '[{\"type\": \"t\"}]') IS NOT NULL" \
+	-c "SELECT a2_append('$far', '[{\"type\": \"t\"}]') IS NOT NULL" \
+	-c "SELECT 'seen:' || count(*) FROM a2_events WHERE event_type = 't' AND session_id IN ('$pin', '$far')" \
+	-c "COMMIT" 2>&1) || true
+if grep -q '^seen:2$' <<<"$out" && grep -q 'PREPARE TRANSACTION' <<<"$out" &&
+	[[ $(q -c "SELECT count(*) FROM a2_events WHERE event_type = 't' AND session_id IN ('$pin', '$far')") == 2 ]]; then
+	pass "pinned: a transaction writing a pinned session and another worker's session reads both and commits with two-phase commit"
+else
+	printf '%s\n' "$out" | grep -v '^DETAIL\|^NOTICE:  issuing SELECT\|^NOTICE:  issuing BEGIN' | head -20
+	fail "pinned: mixed transaction"
+fi
+
+# A savepoint rolled back drops the pins with the locks it took; the session
+# is pinned again by its next call and nothing of the rolled-back part stays.
+out=$(psql -X -v ON_ERROR_STOP=1 -At -p "$w1" -c 'SET citus.log_local_commands = on' \
+	-c "BEGIN" \
+	-c "SAVEPOINT s" \
+	-c "SELECT a2_append('$pin', '[{\"type\": \"gone\"}]') IS NOT NULL" \
+	-c "ROLLBACK TO SAVEPOINT s" \
+	-c "SELECT a2_append('$pin', '[{\"type\": \"kept\"}]') IS NOT NULL" \
+	-c "COMMIT" 2>&1) || true
+if [[ $(grep -c 'executing the command locally' <<<"$out") == 2 &&
+	$(q -c "SELECT string_agg(event_type, ',' ORDER BY idx) FROM a2_events WHERE session_id = '$pin' AND idx > 5") == kept ]]; then
+	pass "pinned: ROLLBACK TO SAVEPOINT unpins; the next call pins again (2 Citus statements) and only its event stays, at index 6"
+else
+	printf '%s\n' "$out" | head -20
+	fail "pinned: savepoint"
+fi
+
 # --- notify: a consumer hears a delegated call on the listed node --------------
 heard=1
 nodes=$(q -c "SELECT string_agg(node_port::text, ' ' ORDER BY node_port) FROM a2_notify_nodes()")

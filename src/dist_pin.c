@@ -1,0 +1,230 @@
+/*-------------------------------------------------------------------------
+ *
+ * dist_pin.c
+ *	  Pinning a session to this node's shard group (dist_pin.h).
+ *
+ *	  Where a call runs on the node that holds the session's shards (every
+ *	  delegated call, a client connected to that worker, a2_claim_next on
+ *	  a worker), a2 need not plan its statements through Citus: the shard
+ *	  tables are plain local tables.  What makes that safe is the lock a
+ *	  Citus write takes before it looks up the placement, the group's
+ *	  shard-metadata lock, which a shard move takes exclusively (on every
+ *	  node) before it switches the placement.  a2 gets it the only public
+ *	  way, by making Citus run a write -- one that changes nothing -- and
+ *	  then checks the placement again under it.  Held to the end of the
+ *	  transaction, it keeps the shards here for every later statement.
+ *
+ * IDENTIFICATION
+ *	  src/dist_pin.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
+#include "storage/lockdefs.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "dist_pin.h"
+#include "shard_pin.h"
+#include "spi_plans.h"
+
+/*
+ * The shard of a2_events ($1) that holds session $2, and whether this node
+ * holds its active placement: a local catalog read (Citus's metadata is on
+ * every node), kept as a generic plan.
+ */
+static A2Statement lock_shard = {
+	.sql = "SELECT s.shardid, EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p"
+	"         WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid AND " A2_PLACEMENT_HERE("p") ")"
+	"  FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) AS shardid) s",
+	.local_only = true,
+	.nargs = 2, .argtypes = {REGCLASSOID, TEXTOID}
+};
+
+/*
+ * A write to session $1's shard group through Citus that changes nothing
+ * (no row has ctid (0,0)) and never waits for a row; a fast-path router
+ * query (the distribution column appears once).  Citus's router executor
+ * takes the group's shard-metadata lock for it, as for every write, and
+ * holds it to the end of the transaction: a shard move waits for that lock
+ * before it switches the placement.  It also tells Citus that the
+ * transaction wrote a shard of this node (local execution), so that a
+ * transaction which then writes another node commits with two-phase
+ * commit, and later Citus statements of the transaction see what the
+ * pinned statements wrote.
+ */
+static A2Statement claim_shard = {
+	.sql = "UPDATE @extschema@.a2_session_locks l SET session_id = l.session_id"
+	" WHERE l.session_id OPERATOR(pg_catalog.=) $1"
+	"   AND l.ctid OPERATOR(pg_catalog.=) '(0,0)'::pg_catalog.tid",
+	.nargs = 1, .argtypes = {TEXTOID}
+};
+
+/* shard $1's active placement is on this node (read after the lock) */
+static A2Statement placement_here = {
+	.sql = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p"
+	"  WHERE p.shardid OPERATOR(pg_catalog.=) $1 AND " A2_PLACEMENT_HERE("p") ")",
+	.local_only = true,
+	.nargs = 1, .argtypes = {INT8OID}
+};
+
+/*
+ * The shard group of a2_events' shard $1: the shard of each table in the
+ * extension's schema ($2) that is distributed by session_id in the same
+ * colocation group and covers the same hash range.
+ */
+static A2Statement shard_group = {
+	.sql = "SELECT c.relname::pg_catalog.text, s.shardid"
+	"  FROM pg_catalog.pg_dist_shard a"
+	"  JOIN pg_catalog.pg_dist_partition pa ON pa.logicalrelid OPERATOR(pg_catalog.=) a.logicalrelid"
+	"  JOIN pg_catalog.pg_dist_partition ps ON ps.colocationid OPERATOR(pg_catalog.=) pa.colocationid"
+	"  JOIN pg_catalog.pg_dist_shard s ON s.logicalrelid OPERATOR(pg_catalog.=) ps.logicalrelid"
+	"   AND s.shardminvalue OPERATOR(pg_catalog.=) a.shardminvalue"
+	"  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.logicalrelid"
+	" WHERE a.shardid OPERATOR(pg_catalog.=) $1 AND c.relnamespace OPERATOR(pg_catalog.=) $2"
+	"   AND pg_catalog.column_to_column_name(ps.logicalrelid, ps.partkey)"
+	"       OPERATOR(pg_catalog.=) 'session_id'",
+	.local_only = true,
+	.nargs = 2, .argtypes = {INT8OID, OIDOID}
+};
+
+static A2ShardSet **shard_sets = NULL;	/* in TopMemoryContext */
+static int	shard_set_count = 0;
+
+/* The shard group of a2_events' shard `anchor`, read once per backend. */
+static const A2ShardSet *
+shard_set(int64 anchor)
+{
+	Datum		values[2] = {Int64GetDatum(anchor), ObjectIdGetDatum(InvalidOid)};
+	A2ShardSet *set;
+	MemoryContext old;
+	uint64		n;
+
+	for (int i = 0; i < shard_set_count; i++)
+		if (shard_sets[i]->anchor == anchor)
+			return shard_sets[i];
+	values[1] = ObjectIdGetDatum(get_rel_namespace(a2_relid("a2_events")));
+	n = a2_exec(&shard_group, values, NULL, true, SPI_OK_SELECT);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	set = palloc0(sizeof(A2ShardSet));
+	set->anchor = anchor;
+	set->count = (int) n;
+	set->relnames = palloc(sizeof(char *) * Max(n, 1));
+	set->shardids = palloc(sizeof(int64) * Max(n, 1));
+	for (uint64 r = 0; r < n; r++)
+	{
+		set->relnames[r] = a2_col_text(r, 1);
+		set->shardids[r] = a2_col_int64(r, 2);
+	}
+	if (shard_sets == NULL)
+		shard_sets = palloc(sizeof(A2ShardSet *) * 64);
+	else if (shard_set_count % 64 == 0)
+		shard_sets = repalloc(shard_sets, sizeof(A2ShardSet *) * (shard_set_count + 64));
+	shard_sets[shard_set_count++] = set;
+	MemoryContextSwitchTo(old);
+	return set;
+}
+
+/*
+ * A call Citus delegated to this node runs in a backend the coordinator
+ * opened (Citus names those by this application_name prefix).  Such a
+ * backend never sends work to another node: Citus refuses a delegated
+ * call any statement outside the session's shards, and the coordinator
+ * decides how its transaction commits.
+ */
+static bool
+in_delegated_call(void)
+{
+	static const char prefix[] = "citus_internal gpid=";
+
+	return application_name != NULL &&
+		strncmp(application_name, prefix, strlen(prefix)) == 0;
+}
+
+/*
+ * Citus's shard-metadata lock on shard's group, shared, as its router
+ * executor takes it for a write -- through Citus's own
+ * lock_shard_metadata(), which only the tables' owner may call: a2 calls
+ * it as the owner of a2_events, as a SECURITY DEFINER function would.
+ */
+static void
+lock_group_metadata(int64 shard)
+{
+	Oid			argtypes[2] = {INT4OID, INT8ARRAYOID};
+	Oid			fn = LookupFuncName(list_make2(makeString("pg_catalog"),
+											   makeString("lock_shard_metadata")),
+									2, argtypes, false);
+	HeapTuple	tuple = SearchSysCache1(RELOID,
+										ObjectIdGetDatum(a2_relid("a2_events")));
+	Oid			owner;
+	Oid			save_user;
+	int			save_sec;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation a2_events");
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	/* an error on the way is an abort, which restores the user */
+	GetUserIdAndSecContext(&save_user, &save_sec);
+	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	OidFunctionCall2(fn, Int32GetDatum(ShareLock),
+					 a2_int8_array(&shard, NULL, 1));
+	SetUserIdAndSecContext(save_user, save_sec);
+}
+
+/*
+ * Pin the session to its shard group when this node holds the group's
+ * active placement (where a delegated call runs, a client connected to
+ * that worker, a2_claim_next on a worker): take Citus's metadata lock on
+ * the group, then check the placement again under it (a move may have
+ * switched it since the first look; after the lock it cannot).  From then
+ * on the session's statements run straight on the shard tables
+ * (shard_pin.h).  Elsewhere (the coordinator; a shard that moved away)
+ * nothing is pinned and the statements go through Citus -- in a call
+ * delegated to the shard's old node Citus refuses them, which spi_plans.c
+ * reports as 40001.
+ *
+ * The lock: in a delegated call, straight (lock_group_metadata).  In a
+ * client's own backend Citus must also learn that the transaction writes
+ * a local shard, so the first pin of a transaction makes Citus run
+ * claim_shard, which takes the lock and tells it; later pins lock straight.
+ */
+void
+a2_pin_local_shard(Datum session, const char *session_id)
+{
+	Datum		values[2] = {ObjectIdGetDatum(a2_relid("a2_events")), session};
+	int64		anchor;
+
+	if (a2_pinned_session(session_id) != NULL)
+		return;
+	a2_exec(&lock_shard, values, NULL, true, SPI_OK_SELECT);
+	if (!a2_col_bool(0, 2))
+		return;
+	anchor = a2_col_int64(0, 1);
+	if (!a2_shard_group_pinned(anchor))
+	{
+		Datum		shard = Int64GetDatum(anchor);
+
+		if (in_delegated_call() || a2_local_write_told())
+			lock_group_metadata(anchor);
+		else
+		{
+			a2_exec(&claim_shard, &session, NULL, false, SPI_OK_UPDATE);
+			a2_tell_local_write();
+		}
+		a2_exec_latest(&placement_here, &shard, NULL, SPI_OK_SELECT);
+		if (!a2_col_bool(0, 1))
+			return;
+	}
+	a2_pin_session(session_id, shard_set(anchor));
+}
