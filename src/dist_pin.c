@@ -160,15 +160,16 @@ static void
 lock_group_metadata(int64 shard)
 {
 	Oid			argtypes[2] = {INT4OID, INT8ARRAYOID};
-	Oid			fn = LookupFuncName(list_make2(makeString("pg_catalog"),
-											   makeString("lock_shard_metadata")),
-									2, argtypes, false);
+	List	   *name = list_make1(makeString("pg_catalog"));
+	Oid			fn;
 	HeapTuple	tuple = SearchSysCache1(RELOID,
 										ObjectIdGetDatum(a2_relid("a2_events")));
 	Oid			owner;
 	Oid			save_user;
 	int			save_sec;
 
+	name = lappend(name, makeString("lock_shard_metadata"));
+	fn = LookupFuncName(name, 2, argtypes, false);
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for relation a2_events");
 	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
