@@ -30,6 +30,11 @@
 #include "utils/datetime.h"
 #include "utils/guc.h"
 
+/* 16 moved the varlena macros (VARDATA_ANY, ...) out of postgres.h */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
 #if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 190000
 #error "a2 supports PostgreSQL 15, 16, 17 and 18"
 #endif

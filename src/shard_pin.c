@@ -18,11 +18,12 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "lib/stringinfo.h"
 #include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
 #include "utils/memutils.h"
 
+#include "pg_compat.h"
 #include "shard_pin.h"
 
 typedef struct Pin
