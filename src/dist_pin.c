@@ -9,10 +9,12 @@
  *	  tables are plain local tables.  What makes that safe is the lock a
  *	  Citus write takes before it looks up the placement, the group's
  *	  shard-metadata lock, which a shard move takes exclusively (on every
- *	  node) before it switches the placement.  a2 gets it the only public
- *	  way, by making Citus run a write -- one that changes nothing -- and
- *	  then checks the placement again under it.  Held to the end of the
- *	  transaction, it keeps the shards here for every later statement.
+ *	  node) before it switches the placement.  a2 takes it through Citus's
+ *	  own lock_shard_metadata() in a delegated call, or by making Citus run
+ *	  a write that changes nothing in a client's own backend (which also
+ *	  tells Citus the transaction wrote here), and then checks the
+ *	  placement again under it.  Held to the end of the transaction, it
+ *	  keeps the shards here for every later statement.
  *
  * IDENTIFICATION
  *	  src/dist_pin.c

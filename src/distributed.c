@@ -107,10 +107,14 @@ static A2Statement has_events = {
 	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
 };
 
+/*
+ * The statements below until the presence ones run only for a session that
+ * is not pinned: a pinned one inserts through local.c's statements.
+ */
 static A2Statement last_index = {
 	.sql = "SELECT e.idx FROM @extschema@.a2_events e"
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 ORDER BY e.idx DESC LIMIT 1",
-	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
+	.nargs = 1, .argtypes = {TEXTOID}
 };
 
 /*
@@ -122,13 +126,13 @@ static A2Statement last_index = {
 static A2Statement retired_mark = {
 	.sql = "SELECT r.last_index FROM @extschema@.a2_retired_sessions r"
 	" WHERE r.session_id OPERATOR(pg_catalog.=) $1",
-	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
+	.nargs = 1, .argtypes = {TEXTOID}
 };
 
 static A2Statement busy_lanes = {
 	.sql = "SELECT DISTINCT p.lane FROM @extschema@.a2_events p"
 	" WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) ANY ($2) AND p.processed_at IS NULL",
-	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, TEXTARRAYOID}
+	.nargs = 2, .argtypes = {TEXTOID, TEXTARRAYOID}
 };
 
 #define INSERT_ROW_SQL(on_conflict) \
@@ -143,11 +147,11 @@ static A2Statement busy_lanes = {
 
 static A2Statement insert_row = {
 	.sql = INSERT_ROW_SQL(" ON CONFLICT (session_id, event_id) DO NOTHING"),
-	.session_param = 1, INSERT_ROW_ARGS
+	INSERT_ROW_ARGS
 };
 
 static A2Statement insert_row_generated = {
-	.sql = INSERT_ROW_SQL(""), .session_param = 1, INSERT_ROW_ARGS
+	.sql = INSERT_ROW_SQL(""), INSERT_ROW_ARGS
 };
 
 static A2Statement lock_participant_row = {
@@ -285,7 +289,8 @@ try_lock_or_create_row(A2Statement *try_lock, A2Statement *exists,
 
 /*
  * The session lock: the session's a2_session_locks row FOR UPDATE, created
- * on first use (through Citus, which writes it on the shard's node).  Each
+ * on first use (on the pinned shard, or through Citus, which writes it on
+ * the shard's node).  Each
  * lock function connects SPI itself (some callers lock before they
  * connect); the lock lasts until the transaction ends, and SPI_finish
  * restores the caller's SPI_tuptable.
@@ -514,20 +519,21 @@ dist_presence_write(const A2PresenceWrite *f)
 /*
  * Citus runs no INSERT ... SELECT as a single-shard router query, so a pin
  * is one INSERT ... VALUES each and the head moves to history through C
- * (read it, then insert it as snapshots.c's put_history would).
+ * (read it, then insert it as snapshots.c's put_history would).  For a
+ * session that is not pinned: a pinned one uses local.c's statements.
  */
 static A2Statement insert_pin = {
 	.sql = "INSERT INTO @extschema@.a2_snapshot_pins"
 	"  (session_id, event_index, reducer_name, up_to_index)"
 	" VALUES ($1, $4, $2, $3) ON CONFLICT DO NOTHING",
-	.session_param = 1, .nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8OID}
+	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8OID}
 };
 
 static A2Statement read_head = {
 	.sql = "SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
 	"  FROM @extschema@.a2_snapshots s"
 	" WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2",
-	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, TEXTOID}
+	.nargs = 2, .argtypes = {TEXTOID, TEXTOID}
 };
 
 static A2Statement history_row = {
@@ -536,7 +542,7 @@ static A2Statement history_row = {
 	" VALUES ($1, $2, $3, $4, $5)"
 	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
 	"   SET state = excluded.state, updated_at = excluded.updated_at",
-	.session_param = 1, .nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
+	.nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
 };
 
 static void

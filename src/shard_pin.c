@@ -8,7 +8,7 @@
  *	  session or a few, so a list is searched linearly.  A subtransaction
  *	  abort drops every pin: Citus's metadata lock, taken inside that
  *	  subtransaction, may be gone with it, and an unpinned session only
- *	  costs the next call one Citus statement to pin it again.
+ *	  costs the next call its pin again.
  *
  * IDENTIFICATION
  *	  src/shard_pin.c
