@@ -4,8 +4,8 @@ EXTENSION = a2
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).control)
 
 MODULE_big = a2
-# one object per C file in src/
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+# one object per C file in src/ and src/citus/ (the distributed layer)
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/citus/*.c)))
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
@@ -38,7 +38,7 @@ include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild every object when one changes
 # (after the include, so that PGXS's "all" stays the default goal)
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*.h src/citus/*.h)
 
 .PHONY: version-check
 version-check:

@@ -30,12 +30,14 @@
 
 #include "a2.h"
 #include "append.h"
+#include "call.h"
 #include "clock.h"
 #include "layer.h"
 #include "notify.h"
 #include "scheduler.h"
 #include "session.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 #include "uuid7.h"
 
 PG_FUNCTION_INFO_V1(a2_append);
@@ -45,45 +47,88 @@ PG_FUNCTION_INFO_V1(a2_append);
  * Distributed mode: ids are unique per session, so only this session's
  * rows can hold them (and a query across sessions would touch every shard).
  */
+enum
+{
+	FIND_EXISTING_ID_EVENT_ID = 1
+};
+
 static A2Statement find_existing_id = {
-	.sql = "SELECT e.event_id FROM pg_catalog.unnest($1) WITH ORDINALITY AS i(id, ord)"
-	"  JOIN @extschema@.a2_events e ON e.event_id OPERATOR(pg_catalog.=) i.id"
-	" WHERE NOT (e.session_id OPERATOR(pg_catalog.=) $2 AND e.idx OPERATOR(pg_catalog.>) $3)"
-	" ORDER BY i.ord LIMIT 1",
-	.dist_sql = "SELECT e.event_id FROM @extschema@.a2_events e"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $2 AND e.idx OPERATOR(pg_catalog.<=) $3 AND e.event_id OPERATOR(pg_catalog.=) ANY ($1)"
-	" ORDER BY pg_catalog.array_position($1, e.event_id) LIMIT 1",
-	.session_param = 2, .nargs = 3, .argtypes = {TEXTARRAYOID, TEXTOID, INT8OID}
+	.name = "append.find_existing_id",
+	.texts = {
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1,
+				"SELECT e.event_id FROM pg_catalog.unnest($1) WITH ORDINALITY AS i(id, ord)"
+				"  JOIN @extschema@.a2_events e ON e.event_id OPERATOR(pg_catalog.=) i.id"
+				" WHERE NOT (e.session_id OPERATOR(pg_catalog.=) $2 AND e.idx OPERATOR(pg_catalog.>) $3)"
+				" ORDER BY i.ord LIMIT 1"),
+		A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1,
+				"SELECT e.event_id FROM @extschema@.a2_events e"
+				" WHERE e.session_id OPERATOR(pg_catalog.=) $2 AND e.idx OPERATOR(pg_catalog.<=) $3"
+				"   AND e.event_id OPERATOR(pg_catalog.=) ANY ($1)"
+				" ORDER BY pg_catalog.array_position($1, e.event_id) LIMIT 1"),
+	},
+	.nparams = 3,
+	.params = {A2_PARAM("event_ids", TEXTARRAYOID), A2_PARAM("session_id", TEXTOID),
+	A2_PARAM("base", INT8OID)},
+	.session_param = 2, .columns = A2_COLUMNS("event_id")
 };
 
 /* $2, the session, only narrows the distributed form (see above) */
+#define EVENTS_BY_IDS_SQL(columns) \
+	"SELECT " columns \
+	"  FROM pg_catalog.unnest($1) WITH ORDINALITY AS i(id, ord)" \
+	"  JOIN @extschema@.a2_events e ON e.event_id OPERATOR(pg_catalog.=) i.id" \
+	" ORDER BY i.ord"
+#define EVENTS_BY_IDS_DIST_SQL(columns) \
+	"SELECT " columns \
+	"  FROM @extschema@.a2_events e" \
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $2 AND e.event_id OPERATOR(pg_catalog.=) ANY ($1)" \
+	" ORDER BY pg_catalog.array_position($1, e.event_id)"
+
 static A2Statement events_by_ids = {
-	.sql = "SELECT " A2_EVENT_COLUMNS
-	"  FROM pg_catalog.unnest($1) WITH ORDINALITY AS i(id, ord)"
-	"  JOIN @extschema@.a2_events e ON e.event_id OPERATOR(pg_catalog.=) i.id"
-	" ORDER BY i.ord",
-	.dist_sql = "SELECT " A2_EVENT_COLUMNS
-	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $2 AND e.event_id OPERATOR(pg_catalog.=) ANY ($1)"
-	" ORDER BY pg_catalog.array_position($1, e.event_id)",
-	.session_param = 2, .nargs = 2, .argtypes = {TEXTARRAYOID, TEXTOID}
+	.name = "append.events_by_ids",
+	.texts = {
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1, EVENTS_BY_IDS_SQL(A2_EVENT_COLUMNS_0_1)),
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_3, EVENTS_BY_IDS_SQL(A2_EVENT_COLUMNS)),
+		A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1, EVENTS_BY_IDS_DIST_SQL(A2_EVENT_COLUMNS_0_1)),
+		A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_3, EVENTS_BY_IDS_DIST_SQL(A2_EVENT_COLUMNS)),
+	},
+	.nparams = 2,
+	.params = {A2_PARAM("event_ids", TEXTARRAYOID), A2_PARAM("session_id", TEXTOID)},
+	.session_param = 2, .columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES)
+};
+
+enum
+{
+	LOCK_PARENTS_IDX = 1,
+	LOCK_PARENTS_ATTEMPT_COUNT,
+	LOCK_PARENTS_DEAD_LETTERED
 };
 
 static A2Statement lock_parents = {
-	.sql = "SELECT e.idx, e.attempt_count, e.failed_at IS NOT NULL"
-	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
-	" ORDER BY e.idx FOR UPDATE",
-	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
+	.name = "append.lock_parents",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
+				"SELECT e.idx, e.attempt_count, e.failed_at IS NOT NULL AS dead_lettered"
+				"  FROM @extschema@.a2_events e"
+				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
+				" ORDER BY e.idx FOR UPDATE"),
+	},
+	.nparams = 2,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("parent_indexes", INT8ARRAYOID)},
+	.session_param = 1, .columns = A2_COLUMNS("idx", "attempt_count", "dead_lettered")
 };
+
+A2_STATEMENT_GROUP(append, &find_existing_id, &events_by_ids, &lock_parents);
 
 uint64
 a2_fetch_events_by_ids(const char *session_id, char **ids, int count)
 {
-	Datum		values[2] = {a2_text_array(ids, count),
-	CStringGetTextDatum(session_id)};
+	A2Args		a;
 
-	return a2_exec_latest(&events_by_ids, values, NULL, SPI_OK_SELECT);
+	a2_args_init(&a, &events_by_ids);
+	a2_bind(&a, 1, TEXTARRAYOID, a2_text_array(ids, count));
+	a2_bind_text(&a, 2, session_id);
+	return a2_exec_latest(&a, SPI_OK_SELECT);
 }
 
 static bool
@@ -213,16 +258,17 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 	if (out.inserted != count)
 	{
 		char	  **ids = palloc(sizeof(char *) * count);
-		Datum		find[3];
+		A2Args		a;
 		char	   *taken;
 
 		for (int i = 0; i < count; i++)
 			ids[i] = events[i].id;
-		find[0] = a2_text_array(ids, count);
-		find[1] = session;
-		find[2] = Int64GetDatum(base);
-		a2_exec_latest(&find_existing_id, find, NULL, SPI_OK_SELECT);
-		taken = SPI_processed > 0 ? a2_col_text(0, 1) : "?";
+		a2_args_init(&a, &find_existing_id);
+		a2_bind(&a, 1, TEXTARRAYOID, a2_text_array(ids, count));
+		a2_bind(&a, 2, TEXTOID, session);
+		a2_bind_int8(&a, 3, base);
+		a2_exec_latest(&a, SPI_OK_SELECT);
+		taken = SPI_processed > 0 ? a2_col_text(0, FIND_EXISTING_ID_EVENT_ID) : "?";
 		ereport(ERROR,
 				(errcode(ERRCODE_A2_PARTIAL_DUPLICATE_BATCH),
 				 errmsg("event id \"%s\" already exists", taken),
@@ -318,7 +364,7 @@ check_fence(const char *session_id, A2EventInput *events, int count)
 {
 	int64	   *idxs = palloc(sizeof(int64) * count);
 	int			n = 0;
-	Datum		values[2];
+	A2Args		a;
 	uint64		found;
 
 	for (int i = 0; i < count; i++)
@@ -327,9 +373,10 @@ check_fence(const char *session_id, A2EventInput *events, int count)
 	if (n == 0)
 		return;
 
-	values[0] = CStringGetTextDatum(session_id);
-	values[1] = a2_int8_array(idxs, NULL, n);
-	found = a2_exec_latest(&lock_parents, values, NULL, SPI_OK_SELECT);
+	a2_args_init(&a, &lock_parents);
+	a2_bind_text(&a, 1, session_id);
+	a2_bind(&a, 2, INT8ARRAYOID, a2_int8_array(idxs, NULL, n));
+	found = a2_exec_latest(&a, SPI_OK_SELECT);
 
 	for (int i = 0; i < count; i++)
 	{
@@ -340,24 +387,24 @@ check_fence(const char *session_id, A2EventInput *events, int count)
 			continue;
 		for (uint64 r = 0; r < found; r++)
 		{
-			if (a2_col_int64(r, 1) != ev->cause_index)
+			if (a2_col_int64(r, LOCK_PARENTS_IDX) != ev->cause_index)
 				continue;
 			matched = true;
-			if (a2_col_bool(r, 3))
+			if (a2_col_bool(r, LOCK_PARENTS_DEAD_LETTERED))
 				ereport(ERROR,
 						(errcode(ERRCODE_A2_SUPERSEDED_ATTEMPT),
 						 errmsg("attempt %lld no longer owns event %lld in session \"%s\"",
 								(long long) ev->cause_attempt,
 								(long long) ev->cause_index, session_id),
 						 errdetail("The event was dead-lettered.")));
-			if (a2_col_int64(r, 2) != ev->cause_attempt)
+			if (a2_col_int64(r, LOCK_PARENTS_ATTEMPT_COUNT) != ev->cause_attempt)
 				ereport(ERROR,
 						(errcode(ERRCODE_A2_SUPERSEDED_ATTEMPT),
 						 errmsg("attempt %lld no longer owns event %lld in session \"%s\"",
 								(long long) ev->cause_attempt,
 								(long long) ev->cause_index, session_id),
 						 errdetail("The event's current attempt is %lld.",
-								   (long long) a2_col_int64(r, 2))));
+								   (long long) a2_col_int64(r, LOCK_PARENTS_ATTEMPT_COUNT))));
 			break;
 		}
 		if (!matched)
@@ -372,12 +419,13 @@ check_fence(const char *session_id, A2EventInput *events, int count)
 static Jsonb *
 append_batch(const char *session_id, A2EventInput *events, int count)
 {
-	MemoryContext caller = a2_spi_begin();
+	A2Call		call;
 	A2Json		js = NULL;
 	bool		has_pending;
 	JsonbValue *root;
 	Jsonb	   *result;
 
+	a2_call_begin(&call, session_id);
 	a2j_begin_object(&js, NULL);
 	a2j_begin_array(&js, "events");
 	if (count == 0)
@@ -407,8 +455,8 @@ append_batch(const char *session_id, A2EventInput *events, int count)
 	a2j_end_array(&js);
 	a2j_bool(&js, "hasPending", has_pending);
 	root = a2j_end_object(&js);
-	result = a2j_finish(root, caller);
-	a2_spi_end();
+	result = a2j_finish(root, call.caller);
+	a2_call_end(&call);
 	return result;
 }
 

@@ -35,10 +35,12 @@
 #include "utils/timestamp.h"
 
 #include "a2.h"
+#include "call.h"
 #include "claim.h"
 #include "clock.h"
 #include "json_out.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_claim);
@@ -46,14 +48,15 @@ PG_FUNCTION_INFO_V1(a2_claim);
 /*
  * The claim statement.  a2_claim_next runs the same text with SKIP LOCKED,
  * so both follow one rule; only whether a locked row is waited for differs.
+ * Objects older than 0.3.0 have no not_before (no delayed events).
  */
-#define CLAIM_ELIGIBLE_SQL(lock_clause) \
+#define CLAIM_ELIGIBLE_SQL(lock_clause, due, columns) \
 	"WITH eligible AS MATERIALIZED (" \
 	"  SELECT e.idx FROM @extschema@.a2_events e" \
 	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL" \
 	"     AND e.failed_at IS NULL AND e.lane_ready" \
 	"     AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $2)" \
-	A2_NB("     AND (e.not_before IS NULL OR e.not_before OPERATOR(pg_catalog.<=) $2)", "") \
+	due \
 	"     AND e.idx OPERATOR(pg_catalog.<>) ALL ($5)" \
 	"   ORDER BY e.idx " lock_clause \
 	"), claimed AS (" \
@@ -66,60 +69,95 @@ PG_FUNCTION_INFO_V1(a2_claim);
 	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1" \
 	"     AND e.idx OPERATOR(pg_catalog.>=) b.lo AND e.idx OPERATOR(pg_catalog.<=) b.hi" \
 	"     AND e.idx OPERATOR(pg_catalog.=) ANY (b.ids)" \
-	"  RETURNING " A2_EVENT_COLUMNS \
+	"  RETURNING " columns \
 	") SELECT * FROM claimed ORDER BY idx"
 
+#define CLAIM_DUE "     AND (e.not_before IS NULL OR e.not_before OPERATOR(pg_catalog.<=) $2)"
+
+#define CLAIM_PARAMS \
+	.nparams = 5, .params = { \
+		A2_PARAM("session_id", TEXTOID), A2_PARAM("now", INT8OID), \
+		A2_PARAM("holder", TEXTOID), A2_PARAM("expires_at", INT8OID), \
+		A2_PARAM("exclude_indexes", INT8ARRAYOID)}, \
+	.session_param = 1, .columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES)
+
 static A2Statement claim_eligible = {
-	.sql = CLAIM_ELIGIBLE_SQL("FOR UPDATE"),
-	.session_param = 1, .nargs = 5, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT8ARRAYOID}
+	.name = "claim.eligible",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, CLAIM_ELIGIBLE_SQL("FOR UPDATE", "", A2_EVENT_COLUMNS_0_1)),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3, CLAIM_ELIGIBLE_SQL("FOR UPDATE", CLAIM_DUE, A2_EVENT_COLUMNS)),
+	},
+	CLAIM_PARAMS
 };
 
 static A2Statement claim_eligible_skip_locked = {
-	.sql = CLAIM_ELIGIBLE_SQL("FOR UPDATE SKIP LOCKED"),
-	.session_param = 1, .nargs = 5, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT8ARRAYOID}
+	.name = "claim.eligible_skip_locked",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, CLAIM_ELIGIBLE_SQL("FOR UPDATE SKIP LOCKED", "", A2_EVENT_COLUMNS_0_1)),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3, CLAIM_ELIGIBLE_SQL("FOR UPDATE SKIP LOCKED", CLAIM_DUE, A2_EVENT_COLUMNS)),
+	},
+	CLAIM_PARAMS
 };
 
 /*
  * When the session's unfinished lane-ready work next becomes claimable
- * (SPEC 7.1 retryAt): per event, the later of its live lease's expiry and
- * its future not_before; the earliest of those.  NULL: nothing is leased or
- * scheduled, so the session is settled.
+ * (retryAt, docs/semantics.md): per event, the later of its live lease's
+ * expiry and its future not_before; the earliest of those.  NULL: nothing
+ * is leased or scheduled, so the session is settled.
  */
-static A2Statement next_expiry = {
-	.sql = "SELECT pg_catalog.min(GREATEST("
-	"         CASE WHEN e.claim_expires_at OPERATOR(pg_catalog.>) $2 THEN e.claim_expires_at END,"
-	A2_NB("   CASE WHEN e.not_before OPERATOR(pg_catalog.>) $2 THEN e.not_before END", "NULL::pg_catalog.int8") "))"
-	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL"
-	"   AND e.failed_at IS NULL AND e.lane_ready"
-	"   AND (e.claim_expires_at OPERATOR(pg_catalog.>) $2"
-	A2_NB("        OR e.not_before OPERATOR(pg_catalog.>) $2", "") ")",
-	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8OID}
+enum
+{
+	NEXT_EXPIRY_RETRY_AT = 1
 };
+
+static A2Statement next_expiry = {
+	.name = "claim.next_expiry",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
+				"SELECT pg_catalog.min(e.claim_expires_at) AS retry_at"
+				"  FROM @extschema@.a2_events e"
+				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL"
+				"   AND e.failed_at IS NULL AND e.lane_ready"
+				"   AND e.claim_expires_at OPERATOR(pg_catalog.>) $2"),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3,
+				"SELECT pg_catalog.min(GREATEST("
+				"         CASE WHEN e.claim_expires_at OPERATOR(pg_catalog.>) $2 THEN e.claim_expires_at END,"
+				"         CASE WHEN e.not_before OPERATOR(pg_catalog.>) $2 THEN e.not_before END)) AS retry_at"
+				"  FROM @extschema@.a2_events e"
+				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL"
+				"   AND e.failed_at IS NULL AND e.lane_ready"
+				"   AND (e.claim_expires_at OPERATOR(pg_catalog.>) $2"
+				"        OR e.not_before OPERATOR(pg_catalog.>) $2)"),
+	},
+	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("now", INT8OID)},
+	.session_param = 1, .columns = A2_COLUMNS("retry_at")
+};
+
+A2_STATEMENT_GROUP(claim, &claim_eligible, &claim_eligible_skip_locked, &next_expiry);
 
 uint64
 a2_claim_session(const A2ClaimArgs *args, bool skip_locked)
 {
-	Datum		values[5];
+	A2Args		a;
 
-	values[0] = CStringGetTextDatum(args->session_id);
-	values[1] = Int64GetDatum(args->now_ms);
-	values[2] = CStringGetTextDatum(args->holder);
-	values[3] = Int64GetDatum(args->expires_ms);
-	values[4] = args->exclude;
-	return a2_exec_latest(skip_locked ? &claim_eligible_skip_locked : &claim_eligible,
-						  values, NULL, SPI_OK_SELECT);
+	a2_args_init(&a, skip_locked ? &claim_eligible_skip_locked : &claim_eligible);
+	a2_bind_text(&a, 1, args->session_id);
+	a2_bind_int8(&a, 2, args->now_ms);
+	a2_bind_text(&a, 3, args->holder);
+	a2_bind_int8(&a, 4, args->expires_ms);
+	a2_bind(&a, 5, INT8ARRAYOID, args->exclude);
+	return a2_exec_latest(&a, SPI_OK_SELECT);
 }
 
 static Jsonb *
 claim_events(A2ClaimArgs *args)
 {
-	MemoryContext caller = a2_spi_begin();
+	A2Call		call;
 	A2Json		js = NULL;
-	Datum		values[2];
 	uint64		n;
 	Jsonb	   *result;
 
+	a2_call_begin(&call, args->session_id);
 	/* the one lock order: the session lock, then rows in index order */
 	a2_lock_session(args->session_id);
 	n = a2_claim_session(args, false);
@@ -135,13 +173,15 @@ claim_events(A2ClaimArgs *args)
 	}
 	else
 	{
+		A2Args		a;
 		bool		isnull;
 		Datum		retry;
 
-		values[0] = CStringGetTextDatum(args->session_id);
-		values[1] = Int64GetDatum(args->now_ms);
-		a2_exec_latest(&next_expiry, values, NULL, SPI_OK_SELECT);
-		retry = a2_col(0, 1, &isnull);
+		a2_args_init(&a, &next_expiry);
+		a2_bind_text(&a, 1, args->session_id);
+		a2_bind_int8(&a, 2, args->now_ms);
+		a2_exec_latest(&a, SPI_OK_SELECT);
+		retry = a2_col(0, NEXT_EXPIRY_RETRY_AT, &isnull);
 		if (isnull)
 			a2j_string(&js, "outcome", "settled");
 		else
@@ -150,8 +190,8 @@ claim_events(A2ClaimArgs *args)
 			a2j_iso(&js, "retryAt", DatumGetInt64(retry));
 		}
 	}
-	result = a2j_finish(a2j_end_object(&js), caller);
-	a2_spi_end();
+	result = a2j_finish(a2j_end_object(&js), call.caller);
+	a2_call_end(&call);
 	return result;
 }
 

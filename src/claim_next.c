@@ -58,11 +58,13 @@
 #include "utils/timestamp.h"
 
 #include "a2.h"
+#include "call.h"
 #include "claim.h"
 #include "clock.h"
 #include "json_out.h"
 #include "layer.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_claim_next);
@@ -120,7 +122,7 @@ served_sessions(void)
 static Jsonb *
 claim_next(NextArgs *args)
 {
-	MemoryContext caller = a2_spi_begin();
+	A2Call		call;
 	A2Json		js = NULL;
 	A2ClaimArgs claim;
 	int			claimed = 0;
@@ -130,6 +132,7 @@ claim_next(NextArgs *args)
 	Jsonb	   *result;
 	HTAB	   *served;
 
+	a2_call_begin(&call, NULL);
 	claim.holder = args->holder;
 	claim.now_ms = args->now_ms;
 	claim.expires_ms = args->expires_ms;
@@ -158,8 +161,8 @@ claim_next(NextArgs *args)
 	else
 		a2j_null(&js, "retryAt");
 
-	result = a2j_finish(a2j_end_object(&js), caller);
-	a2_spi_end();
+	result = a2j_finish(a2j_end_object(&js), call.caller);
+	a2_call_end(&call);
 	return result;
 }
 

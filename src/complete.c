@@ -31,22 +31,41 @@
 #include "utils/jsonb.h"
 
 #include "a2.h"
+#include "call.h"
 #include "append.h"
 #include "clock.h"
 #include "json_out.h"
-#include "pins.h"
-#include "spi_plans.h"
+#include "snapshot_pins.h"
+#include "spi_util.h"
+#include "statements.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_complete);
 
+enum
+{
+	LOCK_EVENT_PROCESSED = 1,
+	LOCK_EVENT_PROCESSED_BY_ATTEMPT,
+	LOCK_EVENT_RETURNED_EVENT_IDS,
+	LOCK_EVENT_ATTEMPT_COUNT,
+	LOCK_EVENT_HELD,
+	LOCK_EVENT_DEAD_LETTERED
+};
+
 static A2Statement lock_event = {
-	.sql = "SELECT e.processed_at IS NOT NULL, e.processed_by_attempt,"
-	"       e.returned_event_ids, e.attempt_count,"
-	"       e.claim_holder IS NOT NULL, e.failed_at IS NOT NULL"
-	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE",
-	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8OID}
+	.name = "complete.lock_event",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
+				"SELECT e.processed_at IS NOT NULL AS processed, e.processed_by_attempt,"
+				"       e.returned_event_ids, e.attempt_count,"
+				"       e.claim_holder IS NOT NULL AS held, e.failed_at IS NOT NULL AS dead_lettered"
+				"  FROM @extschema@.a2_events e"
+				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
+	},
+	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID)},
+	.session_param = 1,
+	.columns = A2_COLUMNS("processed", "processed_by_attempt", "returned_event_ids",
+						  "attempt_count", "held", "dead_lettered")
 };
 
 /*
@@ -58,22 +77,32 @@ static A2Statement lock_event = {
  * and are visible.
  */
 static A2Statement finish_event = {
-	.sql = "WITH done AS ("
-	"  UPDATE @extschema@.a2_events e SET"
-	"    processed_at = $3, processed_by_attempt = $4, returned_event_ids = $5,"
-	"    lane_ready = false, claim_holder = NULL, claim_expires_at = NULL"
-	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2"
-	"  RETURNING e.lane"
-	"), promoted AS ("
-	"  UPDATE @extschema@.a2_events e SET lane_ready = true"
-	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND NOT e.lane_ready AND e.idx OPERATOR(pg_catalog.=) ("
-	"     SELECT p.idx FROM @extschema@.a2_events p, done"
-	"      WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) done.lane"
-	"        AND p.processed_at IS NULL AND p.idx OPERATOR(pg_catalog.<>) $2"
-	"      ORDER BY p.idx LIMIT 1)"
-	"), " A2_RELEASE_PINS_SQL,
-	.session_param = 1, .nargs = 5, .argtypes = {TEXTOID, INT8OID, INT8OID, INT4OID, JSONBOID}
+	.name = "complete.finish_event",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
+				"WITH done AS ("
+				"  UPDATE @extschema@.a2_events e SET"
+				"    processed_at = $3, processed_by_attempt = $4, returned_event_ids = $5,"
+				"    lane_ready = false, claim_holder = NULL, claim_expires_at = NULL"
+				"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2"
+				"  RETURNING e.lane"
+				"), promoted AS ("
+				"  UPDATE @extschema@.a2_events e SET lane_ready = true"
+				"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND NOT e.lane_ready AND e.idx OPERATOR(pg_catalog.=) ("
+				"     SELECT p.idx FROM @extschema@.a2_events p, done"
+				"      WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) done.lane"
+				"        AND p.processed_at IS NULL AND p.idx OPERATOR(pg_catalog.<>) $2"
+				"      ORDER BY p.idx LIMIT 1)"
+				"), " A2_RELEASE_PINS_SQL),
+	},
+	.nparams = 5,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID),
+		A2_PARAM("now", INT8OID), A2_PARAM("attempt", INT4OID),
+	A2_PARAM("returned_event_ids", JSONBOID)},
+	.session_param = 1
 };
+
+A2_STATEMENT_GROUP(complete, &lock_event, &finish_event);
 
 typedef struct CompleteArgs
 {
@@ -83,6 +112,7 @@ typedef struct CompleteArgs
 	A2EventInput *events;
 	int			count;
 	char	  **ids;
+	A2Call	   *call;			/* the call this completion runs in */
 } CompleteArgs;
 
 static void
@@ -158,7 +188,7 @@ returned_ids_jsonb(CompleteArgs *args)
 static void
 apply_completion(CompleteArgs *args, A2Json *js)
 {
-	Datum		values[5];
+	A2Args		a;
 	int64		now_ms = a2_clock_now_ms();
 	Jsonb	   *cause = a2_make_cause(args->index, args->attempt, 0);
 
@@ -169,20 +199,21 @@ apply_completion(CompleteArgs *args, A2Json *js)
 		a2_insert_events(args->session_id, args->events, args->count, now_ms,
 						 js, NULL);
 
-	values[0] = CStringGetTextDatum(args->session_id);
-	values[1] = Int64GetDatum(args->index);
-	values[2] = Int64GetDatum(now_ms);
-	values[3] = Int32GetDatum(args->attempt);
-	values[4] = JsonbPGetDatum(returned_ids_jsonb(args));
-	a2_exec_latest(&finish_event, values, NULL, SPI_OK_DELETE);
+	a2_args_init(&a, &finish_event);
+	a2_bind(&a, 1, TEXTOID, args->call->session);
+	a2_bind_int8(&a, 2, args->index);
+	a2_bind_int8(&a, 3, now_ms);
+	a2_bind_int4(&a, 4, args->attempt);
+	a2_bind(&a, 5, JSONBOID, JsonbPGetDatum(returned_ids_jsonb(args)));
+	a2_exec_latest(&a, SPI_OK_DELETE);
 }
 
 static Jsonb *
 complete_attempt(CompleteArgs *args)
 {
-	MemoryContext caller = a2_spi_begin();
+	A2Call		call;
 	A2Json		js = NULL;
-	Datum		values[2];
+	A2Args		a;
 	bool		isnull;
 	bool		processed,
 				held,
@@ -193,29 +224,32 @@ complete_attempt(CompleteArgs *args)
 	bool		completed;
 	Jsonb	   *result;
 
+	a2_call_begin(&call, args->session_id);
+	args->call = &call;
 	a2_lock_session(args->session_id);
-	values[0] = CStringGetTextDatum(args->session_id);
-	values[1] = Int64GetDatum(args->index);
-	if (a2_exec_latest(&lock_event, values, NULL, SPI_OK_SELECT) == 0)
+	a2_args_init(&a, &lock_event);
+	a2_bind(&a, 1, TEXTOID, call.session);
+	a2_bind_int8(&a, 2, args->index);
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_A2_NOT_FOUND),
 				 errmsg("no event at index %lld in session \"%s\"",
 						(long long) args->index, args->session_id)));
 	a2_check_duplicate_ids(args->events, args->count, args->session_id);
 
-	processed = a2_col_bool(0, 1);
-	(void) a2_col(0, 2, &isnull);
+	processed = a2_col_bool(0, LOCK_EVENT_PROCESSED);
+	(void) a2_col(0, LOCK_EVENT_PROCESSED_BY_ATTEMPT, &isnull);
 	if (!isnull)
-		processed_by = a2_col_int64(0, 2);
+		processed_by = a2_col_int64(0, LOCK_EVENT_PROCESSED_BY_ATTEMPT);
 	{
-		Datum		d = a2_col(0, 3, &isnull);
+		Datum		d = a2_col(0, LOCK_EVENT_RETURNED_EVENT_IDS, &isnull);
 
 		if (!isnull)
 			stored_ids = DatumGetJsonbPCopy(d);
 	}
-	attempt_count = a2_col_int64(0, 4);
-	held = a2_col_bool(0, 5);
-	dead = a2_col_bool(0, 6);
+	attempt_count = a2_col_int64(0, LOCK_EVENT_ATTEMPT_COUNT);
+	held = a2_col_bool(0, LOCK_EVENT_HELD);
+	dead = a2_col_bool(0, LOCK_EVENT_DEAD_LETTERED);
 
 	/* processed by this attempt (a retry), or current, held and alive */
 	completed = processed ? processed_by == args->attempt :
@@ -232,8 +266,8 @@ complete_attempt(CompleteArgs *args)
 			apply_completion(args, &js);
 		a2j_end_array(&js);
 	}
-	result = a2j_finish(a2j_end_object(&js), caller);
-	a2_spi_end();
+	result = a2j_finish(a2j_end_object(&js), call.caller);
+	a2_call_end(&call);
 	return result;
 }
 

@@ -27,36 +27,73 @@
 #include "utils/jsonb.h"
 
 #include "a2.h"
+#include "call.h"
 #include "append.h"
 #include "clock.h"
 #include "json_out.h"
-#include "pins.h"
+#include "snapshot_pins.h"
 #include "scheduler.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_fail);
 
-static A2Statement lock_event = {
-	.sql = "SELECT e.processed_at IS NOT NULL, e.failed_at IS NOT NULL,"
-	"       e.attempt_count, e.claim_holder IS NOT NULL, e.failure_count,"
-	"       COALESCE(e.last_failed_attempt OPERATOR(pg_catalog.=) $3,"
-	"                e.last_failed_attempt IS NULL AND $3 IS NULL)"
-	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE",
-	.session_param = 1, .nargs = 3, .argtypes = {TEXTOID, INT8OID, INT4OID}
+enum
+{
+	LOCK_EVENT_PROCESSED = 1,
+	LOCK_EVENT_DEAD_LETTERED,
+	LOCK_EVENT_ATTEMPT_COUNT,
+	LOCK_EVENT_HELD,
+	LOCK_EVENT_FAILURE_COUNT,
+	LOCK_EVENT_FAILED_BY_THIS
 };
 
-static A2Statement record_failure = {
-	.sql = "UPDATE @extschema@.a2_events e SET"
-	"  failure_count = e.failure_count OPERATOR(pg_catalog.+) 1, last_error = $3,"
-	"  last_failed_at = $4, last_failed_attempt = $5,"
-	"  failed_at = CASE WHEN $6 THEN $4 END,"
-	"  claim_holder = NULL, claim_expires_at = NULL"
-	A2_NB(", not_before = COALESCE($7, e.not_before)", "")
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2",
-	.session_param = 1, .nargs = 7, .argtypes = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT4OID, BOOLOID, INT8OID}
+static A2Statement lock_event = {
+	.name = "fail.lock_event",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
+				"SELECT e.processed_at IS NOT NULL AS processed, e.failed_at IS NOT NULL AS dead_lettered,"
+				"       e.attempt_count, e.claim_holder IS NOT NULL AS held, e.failure_count,"
+				"       COALESCE(e.last_failed_attempt OPERATOR(pg_catalog.=) $3,"
+				"                e.last_failed_attempt IS NULL AND $3 IS NULL) AS failed_by_this"
+				"  FROM @extschema@.a2_events e"
+				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
+	},
+	.nparams = 3,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID),
+	A2_PARAM("attempt", INT4OID)},
+	.session_param = 1,
+	.columns = A2_COLUMNS("processed", "dead_lettered", "attempt_count", "held",
+						  "failure_count", "failed_by_this")
 };
+
+#define RECORD_FAILURE_SQL(backoff) \
+	"UPDATE @extschema@.a2_events e SET" \
+	"  failure_count = e.failure_count OPERATOR(pg_catalog.+) 1, last_error = $3," \
+	"  last_failed_at = $4, last_failed_attempt = $5," \
+	"  failed_at = CASE WHEN $6 THEN $4 END," \
+	"  claim_holder = NULL, claim_expires_at = NULL" \
+	backoff \
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2"
+
+/* $7, the retry time, needs 0.3.0's not_before: older objects ignore it */
+static A2Statement record_failure = {
+	.name = "fail.record_failure",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, RECORD_FAILURE_SQL("")),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3,
+				RECORD_FAILURE_SQL(", not_before = COALESCE($7, e.not_before)")),
+	},
+	.nparams = 7,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID),
+		A2_PARAM("error", TEXTOID), A2_PARAM("now", INT8OID),
+		A2_PARAM("attempt", INT4OID), A2_PARAM("dead_letter", BOOLOID),
+	A2_PARAM("retry_at", INT8OID)},
+	.session_param = 1
+};
+
+A2_STATEMENT_GROUP(fail, &lock_event, &record_failure);
 
 typedef struct FailArgs
 {
@@ -73,10 +110,9 @@ typedef struct FailArgs
 static Jsonb *
 fail_attempt(FailArgs *args)
 {
-	MemoryContext caller = a2_spi_begin();
+	A2Call		call;
 	A2Json		js = NULL;
-	Datum		values[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	A2Args		a;
 	bool		processed,
 				dead,
 				held,
@@ -86,42 +122,44 @@ fail_attempt(FailArgs *args)
 	const char *outcome;
 	Jsonb	   *result;
 
+	a2_call_begin(&call, args->session_id);
 	a2_lock_session(args->session_id);
-	values[0] = CStringGetTextDatum(args->session_id);
-	values[1] = Int64GetDatum(args->index);
-	values[2] = Int32GetDatum(args->attempt);
-	if (a2_exec_latest(&lock_event, values, NULL, SPI_OK_SELECT) == 0)
+	a2_args_init(&a, &lock_event);
+	a2_bind(&a, 1, TEXTOID, call.session);
+	a2_bind_int8(&a, 2, args->index);
+	a2_bind_int4(&a, 3, args->attempt);
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_A2_NOT_FOUND),
 				 errmsg("no event at index %lld in session \"%s\"",
 						(long long) args->index, args->session_id)));
-	processed = a2_col_bool(0, 1);
-	dead = a2_col_bool(0, 2);
-	attempt_count = a2_col_int64(0, 3);
-	held = a2_col_bool(0, 4);
-	failures = a2_col_int64(0, 5);
-	failed_by_this = a2_col_bool(0, 6);
+	processed = a2_col_bool(0, LOCK_EVENT_PROCESSED);
+	dead = a2_col_bool(0, LOCK_EVENT_DEAD_LETTERED);
+	attempt_count = a2_col_int64(0, LOCK_EVENT_ATTEMPT_COUNT);
+	held = a2_col_bool(0, LOCK_EVENT_HELD);
+	failures = a2_col_int64(0, LOCK_EVENT_FAILURE_COUNT);
+	failed_by_this = a2_col_bool(0, LOCK_EVENT_FAILED_BY_THIS);
 
 	if (!processed && !dead && attempt_count == args->attempt && held)
 	{
 		bool		dead_letter = failures + 1 >= args->max_failures;
 
-		if (args->error)
-			values[2] = CStringGetTextDatum(args->error);
-		else
-			nulls[2] = 'n';
-		values[3] = Int64GetDatum(args->now_ms);
-		values[4] = Int32GetDatum(args->attempt);
-		values[5] = BoolGetDatum(dead_letter);
-		/* backoff (SPEC 7.1): a failed attempt's event is due again later */
+		a2_args_init(&a, &record_failure);
+		a2_bind(&a, 1, TEXTOID, call.session);
+		a2_bind_int8(&a, 2, args->index);
+		a2_bind_text(&a, 3, args->error);
+		a2_bind_int8(&a, 4, args->now_ms);
+		a2_bind_int4(&a, 5, args->attempt);
+		a2_bind_bool(&a, 6, dead_letter);
+		/* backoff (docs/semantics.md): a failed attempt's event is due again later */
 		if (args->backoff && !dead_letter)
 		{
-			values[6] = Int64GetDatum(args->retry_at_ms);
+			a2_bind_int8(&a, 7, args->retry_at_ms);
 			a2_sched_note_due(args->retry_at_ms);
 		}
 		else
-			nulls[6] = 'n';
-		a2_exec_latest(&record_failure, values, nulls, SPI_OK_UPDATE);
+			a2_bind_null(&a, 7);
+		a2_exec_latest(&a, SPI_OK_UPDATE);
 		failures += 1;
 		if (dead_letter)
 			a2_release_pins(args->session_id, args->index);
@@ -137,8 +175,8 @@ fail_attempt(FailArgs *args)
 	a2j_begin_object(&js, NULL);
 	a2j_string(&js, "outcome", outcome);
 	a2j_int(&js, "failureCount", failures);
-	result = a2j_finish(a2j_end_object(&js), caller);
-	a2_spi_end();
+	result = a2j_finish(a2j_end_object(&js), call.caller);
+	a2_call_end(&call);
 	return result;
 }
 

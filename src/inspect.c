@@ -31,9 +31,11 @@
 #include "utils/jsonb.h"
 
 #include "a2.h"
+#include "call.h"
 #include "inspect.h"
 #include "json_out.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_list_sessions);
@@ -46,18 +48,22 @@ PG_FUNCTION_INFO_V1(a2_list_snapshots);
  * given prefix lies in one key range that starts at the prefix.
  */
 static A2Statement bytewise_ids = {
-	.sql = "SELECT COALESCE(c.collprovider, d.datlocprovider) OPERATOR(pg_catalog.=) 'c'"
-	"   AND COALESCE(c.collcollate, d.datcollate)"
-	"       OPERATOR(pg_catalog.=) ANY ('{C,POSIX,C.UTF-8,C.utf8}'::pg_catalog.text[])"
-	"  FROM pg_catalog.pg_attribute a"
-	"  JOIN pg_catalog.pg_database d"
-	"    ON d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()"
-	"  LEFT JOIN pg_catalog.pg_collation c"
-	"    ON c.oid OPERATOR(pg_catalog.=) a.attcollation"
-	"   AND a.attcollation OPERATOR(pg_catalog.<>) 100"
-	" WHERE a.attrelid OPERATOR(pg_catalog.=) $1"
-	"   AND a.attname OPERATOR(pg_catalog.=) 'session_id'",
-	.nargs = 1, .argtypes = {OIDOID}
+	.name = "inspect.bytewise_ids",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1,
+				"SELECT COALESCE(c.collprovider, d.datlocprovider) OPERATOR(pg_catalog.=) 'c'"
+				"   AND COALESCE(c.collcollate, d.datcollate)"
+				"       OPERATOR(pg_catalog.=) ANY ('{C,POSIX,C.UTF-8,C.utf8}'::pg_catalog.text[])"
+				"  FROM pg_catalog.pg_attribute a"
+				"  JOIN pg_catalog.pg_database d"
+				"    ON d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()"
+				"  LEFT JOIN pg_catalog.pg_collation c"
+				"    ON c.oid OPERATOR(pg_catalog.=) a.attcollation"
+				"   AND a.attcollation OPERATOR(pg_catalog.<>) 100"
+				" WHERE a.attrelid OPERATOR(pg_catalog.=) $1"
+				"   AND a.attname OPERATOR(pg_catalog.=) 'session_id'"),
+	},
+	.nparams = 1, .params = {A2_PARAM("a2_events", OIDOID)},
 };
 
 /*
@@ -116,29 +122,50 @@ static A2Statement bytewise_ids = {
 	"   AND $4 IS NOT NULL" \
 	" GROUP BY e.session_id ORDER BY e.session_id LIMIT $3"
 
-#define LIST_SESSIONS_ARGS \
-	.nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, BOOLOID}
+#define LIST_SESSIONS_PARAMS \
+	.nparams = 4, \
+	.params = {A2_PARAM("start", TEXTOID), A2_PARAM("prefix", TEXTOID), \
+	A2_PARAM("rows", INT8OID), A2_PARAM("bytewise", BOOLOID)}
 
 static A2Statement list_first = {
-	.sql = LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>=)"),
-	.dist_sql = LIST_SESSIONS_DIST_SQL("OPERATOR(pg_catalog.>=)"), LIST_SESSIONS_ARGS
+	.name = "inspect.list_first",
+	.texts = {
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1,
+				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>=)")),
+		A2_TEXT(A2_ROUTED, A2_OBJECTS_0_1,
+				LIST_SESSIONS_DIST_SQL("OPERATOR(pg_catalog.>=)")),
+	},
+	LIST_SESSIONS_PARAMS
 };
 
 static A2Statement list_after = {
-	.sql = LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>)"),
-	.dist_sql = LIST_SESSIONS_DIST_SQL("OPERATOR(pg_catalog.>)"), LIST_SESSIONS_ARGS
+	.name = "inspect.list_after",
+	.texts = {
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1,
+				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>)")),
+		A2_TEXT(A2_ROUTED, A2_OBJECTS_0_1,
+				LIST_SESSIONS_DIST_SQL("OPERATOR(pg_catalog.>)")),
+	},
+	LIST_SESSIONS_PARAMS
 };
 
 static A2Statement list_snapshots = {
-	.sql = "SELECT s.reducer_name, s.up_to_index, s.updated_at, true AS head"
-	"  FROM @extschema@.a2_snapshots s WHERE s.session_id OPERATOR(pg_catalog.=) $1"
-	" UNION ALL"
-	" SELECT h.reducer_name, h.up_to_index, h.updated_at, false"
-	"  FROM @extschema@.a2_snapshot_history h"
-	" WHERE $2 AND h.session_id OPERATOR(pg_catalog.=) $1"
-	" ORDER BY 1, 2",
-	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, BOOLOID}
+	.name = "inspect.list_snapshots",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1,
+				"SELECT s.reducer_name, s.up_to_index, s.updated_at, true AS head"
+				"  FROM @extschema@.a2_snapshots s WHERE s.session_id OPERATOR(pg_catalog.=) $1"
+				" UNION ALL"
+				" SELECT h.reducer_name, h.up_to_index, h.updated_at, false"
+				"  FROM @extschema@.a2_snapshot_history h"
+				" WHERE $2 AND h.session_id OPERATOR(pg_catalog.=) $1"
+				" ORDER BY 1, 2"),
+	},
+	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("include_history", BOOLOID)},
+	.session_param = 1,
 };
+
+A2_STATEMENT_GROUP(inspect, &bytewise_ids, &list_first, &list_after, &list_snapshots);
 
 /* A text argument that may be empty (a prefix) but not longer than a name. */
 static char *
@@ -157,7 +184,7 @@ bounded_text_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 static Jsonb *
 list_sessions(const char *prefix, const char *cursor, int max_sessions)
 {
-	MemoryContext caller = a2_spi_begin();
+	A2Call		call;
 	A2Json		js = NULL;
 	Datum		values[4];
 	bool		bytewise;
@@ -165,8 +192,9 @@ list_sessions(const char *prefix, const char *cursor, int max_sessions)
 	uint64		shown;
 	Jsonb	   *result;
 
+	a2_call_begin(&call, NULL);
 	values[0] = ObjectIdGetDatum(a2_relid("a2_events"));
-	if (a2_exec(&bytewise_ids, values, NULL, true, SPI_OK_SELECT) != 1)
+	if (a2_exec_values(&bytewise_ids, values, NULL, 1, true, SPI_OK_SELECT) != 1)
 		elog(ERROR, "a2_events.session_id not found");
 	bytewise = a2_col_bool(0, 1);
 
@@ -174,7 +202,7 @@ list_sessions(const char *prefix, const char *cursor, int max_sessions)
 	values[1] = CStringGetTextDatum(prefix);
 	values[2] = Int64GetDatum((int64) max_sessions + 1);
 	values[3] = BoolGetDatum(bytewise);
-	n = a2_exec(cursor ? &list_after : &list_first, values, NULL, true,
+	n = a2_exec_values(cursor ? &list_after : &list_first, values, NULL, 4, true,
 				SPI_OK_SELECT);
 	shown = Min(n, (uint64) max_sessions);
 
@@ -198,8 +226,8 @@ list_sessions(const char *prefix, const char *cursor, int max_sessions)
 		a2j_string(&js, "cursor", a2_col_text(shown - 1, 1));
 	else
 		a2j_null(&js, "cursor");
-	result = a2j_finish(a2j_end_object(&js), caller);
-	a2_spi_end();
+	result = a2j_finish(a2j_end_object(&js), call.caller);
+	a2_call_end(&call);
 	return result;
 }
 
@@ -230,15 +258,16 @@ a2_list_sessions(PG_FUNCTION_ARGS)
 static Jsonb *
 list_session_snapshots(const char *session_id, bool include_history)
 {
-	MemoryContext caller = a2_spi_begin();
+	A2Call		call;
 	A2Json		js = NULL;
 	Datum		values[2];
 	uint64		n;
 	Jsonb	   *result;
 
+	a2_call_begin(&call, NULL);
 	values[0] = CStringGetTextDatum(session_id);
 	values[1] = BoolGetDatum(include_history);
-	n = a2_exec(&list_snapshots, values, NULL, true, SPI_OK_SELECT);
+	n = a2_exec_values(&list_snapshots, values, NULL, 2, true, SPI_OK_SELECT);
 
 	a2j_begin_array(&js, NULL);
 	for (uint64 r = 0; r < n; r++)
@@ -252,8 +281,8 @@ list_session_snapshots(const char *session_id, bool include_history)
 			a2j_bool(&js, "head", a2_col_bool(r, 4));
 		a2j_end_object(&js);
 	}
-	result = a2j_finish(a2j_end_array(&js), caller);
-	a2_spi_end();
+	result = a2j_finish(a2j_end_array(&js), call.caller);
+	a2_call_end(&call);
 	return result;
 }
 

@@ -23,17 +23,28 @@
 #include "utils/jsonb.h"
 
 /*
- * The select list every event-returning statement starts with, and the
- * 1-based column numbers in it.
+ * The select list every event-returning statement starts with, its column
+ * names (statements.h checks them), and the 1-based column numbers in it.
+ * A2_EVENT_COLUMNS_0_1 serves objects older than 0.3.0, which have no
+ * not_before column.
  */
-#define A2_EVENT_COLUMNS \
+#define A2_EVENT_COLUMNS_BASE \
 	"e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at, " \
 	"e.cause, e.lane, e.processed_at, e.processed_by_attempt, " \
 	"e.returned_event_ids, e.first_claimed_at, e.last_claimed_at, " \
 	"e.attempt_count, e.failure_count, e.last_failed_at, " \
 	"e.last_failed_attempt, e.last_error, e.failed_at, e.claim_holder, " \
-	"e.claim_expires_at, " \
-	"{{nb:e.not_before|NULL::pg_catalog.int8}}"	/* A2_NB() of spi_plans.h */
+	"e.claim_expires_at, "
+#define A2_EVENT_COLUMNS A2_EVENT_COLUMNS_BASE "e.not_before"
+#define A2_EVENT_COLUMNS_0_1 A2_EVENT_COLUMNS_BASE "NULL::pg_catalog.int8 AS not_before"
+
+#define A2_EVENT_COLUMN_NAMES \
+	"session_id", "idx", "event_type", "payload", "event_id", "created_at", \
+	"cause", "lane", "processed_at", "processed_by_attempt", \
+	"returned_event_ids", "first_claimed_at", "last_claimed_at", \
+	"attempt_count", "failure_count", "last_failed_at", \
+	"last_failed_attempt", "last_error", "failed_at", "claim_holder", \
+	"claim_expires_at", "not_before"
 
 typedef enum A2EventCol
 {

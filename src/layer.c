@@ -3,8 +3,8 @@
  * layer.c
  *	  Which layer (layer.h) serves this database, and what both share.
  *
- *	  The choice follows spi_plans.c's view of the extension: distributed
- *	  once a2_events is a Citus table.  spi_plans.c re-reads that after any
+ *	  The choice follows extension.h's view of the extension: distributed
+ *	  once a2_events is a Citus table.  extension.c re-reads that after any
  *	  relcache invalidation of a2_events, so the layer and the statement
  *	  texts always change together.
  *
@@ -17,7 +17,14 @@
 
 #include "a2.h"
 #include "layer.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
+
+const char *
+a2_available_key(void)
+{
+	return a2_has_not_before() ? A2_AVAILABLE_KEY : A2_AVAILABLE_KEY_0_1;
+}
 
 const A2Layer *
 a2_layer(void)

@@ -137,14 +137,17 @@ typedef struct A2Layer
  * key of a never-claimed or failed event is when it falls due,
  * greatest(not_before, created_at) -- GREATEST skips a NULL not_before --
  * so scheduled work waits at the index's far end and a walk that stops at
- * now never reads it; on 0.2.0 objects the index of
- * sql/a2--0.1.0--0.2.0.sql.  A2_NB is spi_plans.h's.
+ * now never reads it; objects older than 0.3.0 have 0.2.0's key
+ * (A2_AVAILABLE_KEY_0_1).  a2_available_key() is the one for the installed
+ * objects, for statement text built at run time.
  */
 #define A2_AVAILABLE_PRED \
 	"e.lane_ready AND e.processed_at IS NULL AND e.failed_at IS NULL"
 #define A2_AVAILABLE_KEY \
-	A2_NB("COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at))", \
-		  "COALESCE(e.claim_expires_at, e.created_at)")
+	"COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at))"
+#define A2_AVAILABLE_KEY_0_1 "COALESCE(e.claim_expires_at, e.created_at)"
+
+extern const char *a2_available_key(void);
 
 extern const A2Layer a2_local_layer;
 extern const A2Layer a2_dist_layer;

@@ -29,9 +29,11 @@
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 
+#include "call.h"
 #include "layer.h"
 #include "session.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 
 /* ---- session lock ---------------------------------------------------- */
 
@@ -66,54 +68,98 @@ local_try_lock_session(const char *session_id)
  * event with a lane is lane-ready when no unprocessed event of that lane
  * exists already and no earlier unsettled event of the batch has it ($8,
  * computed in C).  Without rows, the base is a dropped session's high-water
- * mark (A2_RETIRED_MARK_TOKEN, src/retire.c; COALESCE stops at its first
+ * mark (MARK_* below, retire.c; COALESCE stops at its first
  * non-null argument), so indexes continue after a drop and are never
  * reused.  The subqueries see the statement's snapshot, i.e. the
  * log before the insert.  Two variants: supplied ids go through ON CONFLICT
  * so a concurrent append of the same id becomes Z2001; a batch whose ids
  * were all generated here (time-ordered UUIDs, src/uuid7.c) skips the speculative insertion.
  */
-#define INSERT_BATCH_SQL(on_conflict) \
+#define INSERT_BATCH_SQL(on_conflict, mark, nb_column, nb_value) \
 	"WITH st AS MATERIALIZED (" \
 	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e" \
 	"                    WHERE e.session_id OPERATOR(pg_catalog.=) $1 ORDER BY e.idx DESC LIMIT 1)," \
-	"                  " A2_RETIRED_MARK_TOKEN ", 0) AS base," \
+	"                  " mark ", 0) AS base," \
 	"         CASE WHEN $10 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events e" \
 	"                  WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL) END AS pending" \
 	"), ins AS (" \
 	"  INSERT INTO @extschema@.a2_events" \
 	"    (session_id, idx, event_type, payload, event_id, created_at," \
-	"     cause, lane, lane_ready, processed_at" A2_NB(", not_before", "") ")" \
+	"     cause, lane, lane_ready, processed_at" nb_column ")" \
 	"  SELECT $1, st.base OPERATOR(pg_catalog.+) i.ord, i.event_type, i.payload, i.event_id, $2," \
 	"         i.cause, i.lane," \
 	"         i.lane IS NULL OR (NOT i.batch_blocked AND NOT EXISTS (" \
 	"           SELECT 1 FROM @extschema@.a2_events p" \
 	"            WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) i.lane AND p.processed_at IS NULL))," \
-	"         CASE WHEN i.settled THEN $2 END" A2_NB(", i.not_before", "") \
+	"         CASE WHEN i.settled THEN $2 END" nb_value \
 	"    FROM st, ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)," \
 	"                        pg_catalog.unnest($7), pg_catalog.unnest($8), pg_catalog.unnest($9)," \
 	"                        pg_catalog.unnest($11)) WITH ORDINALITY" \
 	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, not_before, ord)" \
 	on_conflict \
 	"  RETURNING 1" \
-	") SELECT st.base, st.pending, (SELECT pg_catalog.count(*) FROM ins) FROM st"
-
-#define INSERT_BATCH_ARGS \
-	.nargs = 11, .argtypes = {TEXTOID, INT8OID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, \
-	JSONBARRAYOID, TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID, BOOLOID, INT8ARRAYOID}
+	") SELECT st.base, st.pending, (SELECT pg_catalog.count(*) FROM ins) AS inserted FROM st"
 
 /*
- * dist_sql: on a session's pinned shard (distributed.c), where event ids
- * are unique per session.
+ * The high-water mark of a dropped session (retire.c): none before 0.2.0;
+ * read through the SECURITY DEFINER a2_retired_last_index(), so appenders
+ * need no grant on a2_retired_sessions; on a pinned shard straight from
+ * the shard of a2_retired_sessions (the function would plan its query
+ * through Citus; in distributed mode a2_grant_worker grants SELECT on it).
  */
+#define MARK_NONE "NULL::pg_catalog.int8"
+#define MARK_FUNCTION "@extschema@.a2_retired_last_index($1)"
+#define MARK_SHARD \
+	"(SELECT r.last_index FROM @extschema@.a2_retired_sessions r" \
+	"  WHERE r.session_id OPERATOR(pg_catalog.=) $1)"
+
+/* Supplied ids conflict on event_id, in distributed mode per session. */
+#define ON_EVENT_ID "  ON CONFLICT (event_id) DO NOTHING"
+#define ON_SESSION_EVENT_ID "  ON CONFLICT (session_id, event_id) DO NOTHING"
+
+/*
+ * The texts of one insert statement: `sql` is INSERT_BATCH_SQL or
+ * INSERT_ONE_SQL, `single` and `distributed` the conflict clauses.
+ */
+#define INSERT_TEXTS(sql, single, distributed, nb_column, nb_value) \
+	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1, sql(single, MARK_NONE, "", "")), \
+	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_2, sql(single, MARK_FUNCTION, "", "")), \
+	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_3, sql(single, MARK_FUNCTION, nb_column, nb_value)), \
+	A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1, sql(distributed, MARK_NONE, "", "")), \
+	A2_TEXT(A2_ROUTED, A2_OBJECTS_0_2, sql(distributed, MARK_FUNCTION, "", "")), \
+	A2_TEXT(A2_ROUTED, A2_OBJECTS_0_3, sql(distributed, MARK_FUNCTION, nb_column, nb_value)), \
+	A2_TEXT(A2_SHARD, A2_OBJECTS_0_2, sql(distributed, MARK_SHARD, "", "")), \
+	A2_TEXT(A2_SHARD, A2_OBJECTS_0_3, sql(distributed, MARK_SHARD, nb_column, nb_value))
+
+#define INSERT_BATCH_PARAMS \
+	.nparams = 11, \
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("now", INT8OID), \
+		A2_PARAM("event_types", TEXTARRAYOID), A2_PARAM("payloads", JSONBARRAYOID), \
+		A2_PARAM("event_ids", TEXTARRAYOID), A2_PARAM("causes", JSONBARRAYOID), \
+		A2_PARAM("lanes", TEXTARRAYOID), A2_PARAM("batch_blocked", BOOLARRAYOID), \
+		A2_PARAM("settled", BOOLARRAYOID), A2_PARAM("want_pending", BOOLOID), \
+	A2_PARAM("not_befores", INT8ARRAYOID)}, \
+	.session_param = 1, .columns = A2_COLUMNS("base", "pending", "inserted")
+
+enum
+{
+	INSERT_BATCH_BASE = 1,
+	INSERT_BATCH_PENDING,
+	INSERT_BATCH_INSERTED
+};
+
+/* In distributed mode event ids are unique per session (a pinned shard). */
 static A2Statement insert_batch = {
-	.sql = INSERT_BATCH_SQL("  ON CONFLICT (event_id) DO NOTHING"),
-	.dist_sql = INSERT_BATCH_SQL("  ON CONFLICT (session_id, event_id) DO NOTHING"),
-	.session_param = 1, INSERT_BATCH_ARGS
+	.name = "local.insert_batch",
+	.texts = {INSERT_TEXTS(INSERT_BATCH_SQL, ON_EVENT_ID, ON_SESSION_EVENT_ID,
+						   ", not_before", ", i.not_before")},
+	INSERT_BATCH_PARAMS
 };
 
 static A2Statement insert_generated = {
-	.sql = INSERT_BATCH_SQL(""), .session_param = 1, INSERT_BATCH_ARGS
+	.name = "local.insert_generated",
+	.texts = {INSERT_TEXTS(INSERT_BATCH_SQL, "", "", ", not_before", ", i.not_before")},
+	INSERT_BATCH_PARAMS
 };
 
 /*
@@ -121,68 +167,79 @@ static A2Statement insert_generated = {
  * scan, no CTEs, a fifth cheaper to start up.  RETURNING's subquery sees
  * the statement's snapshot, i.e. the log before this row.
  */
-#define INSERT_ONE_SQL(on_conflict) \
+#define INSERT_ONE_SQL(on_conflict, mark, nb_column, nb_value) \
 	"INSERT INTO @extschema@.a2_events AS e" \
 	"  (session_id, idx, event_type, payload, event_id, created_at," \
-	"   cause, lane, lane_ready, processed_at" A2_NB(", not_before", "") ")" \
+	"   cause, lane, lane_ready, processed_at" nb_column ")" \
 	" VALUES ($1," \
 	"   COALESCE((SELECT x.idx FROM @extschema@.a2_events x" \
 	"              WHERE x.session_id OPERATOR(pg_catalog.=) $1 ORDER BY x.idx DESC LIMIT 1)," \
-	"            " A2_RETIRED_MARK_TOKEN ", 0) OPERATOR(pg_catalog.+) 1," \
+	"            " mark ", 0) OPERATOR(pg_catalog.+) 1," \
 	"   $3, $4, $5, $2, $6, $7," \
 	"   $7 IS NULL OR NOT EXISTS (SELECT 1 FROM @extschema@.a2_events p" \
 	"              WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.lane OPERATOR(pg_catalog.=) $7 AND p.processed_at IS NULL)," \
-	"   CASE WHEN $8 THEN $2 END" A2_NB(", $10", "") ")" \
+	"   CASE WHEN $8 THEN $2 END" nb_value ")" \
 	on_conflict \
 	" RETURNING e.idx, CASE WHEN $9 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events q" \
-	"              WHERE q.session_id OPERATOR(pg_catalog.=) $1 AND q.processed_at IS NULL) END"
+	"              WHERE q.session_id OPERATOR(pg_catalog.=) $1 AND q.processed_at IS NULL) END AS pending"
 
-#define INSERT_ONE_ARGS \
-	.nargs = 10, .argtypes = {TEXTOID, INT8OID, TEXTOID, JSONBOID, TEXTOID, JSONBOID, TEXTOID, \
-	BOOLOID, BOOLOID, INT8OID}
+#define INSERT_ONE_PARAMS \
+	.nparams = 10, \
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("now", INT8OID), \
+		A2_PARAM("event_type", TEXTOID), A2_PARAM("payload", JSONBOID), \
+		A2_PARAM("event_id", TEXTOID), A2_PARAM("cause", JSONBOID), \
+		A2_PARAM("lane", TEXTOID), A2_PARAM("settled", BOOLOID), \
+	A2_PARAM("want_pending", BOOLOID), A2_PARAM("not_before", INT8OID)}, \
+	.session_param = 1, .columns = A2_COLUMNS("idx", "pending")
+
+enum
+{
+	INSERT_ONE_IDX = 1,
+	INSERT_ONE_PENDING
+};
 
 static A2Statement insert_one = {
-	.sql = INSERT_ONE_SQL(" ON CONFLICT (event_id) DO NOTHING"),
-	.dist_sql = INSERT_ONE_SQL(" ON CONFLICT (session_id, event_id) DO NOTHING"),
-	.session_param = 1, INSERT_ONE_ARGS
+	.name = "local.insert_one",
+	.texts = {INSERT_TEXTS(INSERT_ONE_SQL, " ON CONFLICT (event_id) DO NOTHING",
+						   " ON CONFLICT (session_id, event_id) DO NOTHING",
+						   ", not_before", ", $10")},
+	INSERT_ONE_PARAMS
 };
 
 static A2Statement insert_one_generated = {
-	.sql = INSERT_ONE_SQL(""), .session_param = 1, INSERT_ONE_ARGS
+	.name = "local.insert_one_generated",
+	.texts = {INSERT_TEXTS(INSERT_ONE_SQL, "", "", ", not_before", ", $10")},
+	INSERT_ONE_PARAMS
 };
 
 static void
 insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 			  bool need_pending, A2InsertOutcome *out)
 {
-	Datum		values[10];
-	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	A2Args		a;
 
-	values[0] = session;
-	values[1] = Int64GetDatum(now_ms);
-	values[2] = CStringGetTextDatum(ev->type);
-	values[3] = JsonbPGetDatum(ev->payload);
-	values[4] = CStringGetTextDatum(ev->id);
+	a2_args_init(&a, generated ? &insert_one_generated : &insert_one);
+	a2_bind(&a, 1, TEXTOID, session);
+	a2_bind_int8(&a, 2, now_ms);
+	a2_bind_text(&a, 3, ev->type);
+	a2_bind(&a, 4, JSONBOID, JsonbPGetDatum(ev->payload));
+	a2_bind_text(&a, 5, ev->id);
 	if (ev->cause)
-		values[5] = JsonbPGetDatum(ev->cause);
+		a2_bind(&a, 6, JSONBOID, JsonbPGetDatum(ev->cause));
 	else
-		nulls[5] = 'n';
-	if (ev->lane)
-		values[6] = CStringGetTextDatum(ev->lane);
-	else
-		nulls[6] = 'n';
-	values[7] = BoolGetDatum(ev->settled);
-	values[8] = BoolGetDatum(need_pending);
+		a2_bind_null(&a, 6);
+	a2_bind_text(&a, 7, ev->lane);
+	a2_bind_bool(&a, 8, ev->settled);
+	a2_bind_bool(&a, 9, need_pending);
 	if (ev->has_not_before)
-		values[9] = Int64GetDatum(ev->not_before);
+		a2_bind_int8(&a, 10, ev->not_before);
 	else
-		nulls[9] = 'n';
+		a2_bind_null(&a, 10);
 
-	out->inserted = a2_exec_latest(generated ? &insert_one_generated : &insert_one,
-								   values, nulls, SPI_OK_INSERT_RETURNING);
+	out->inserted = a2_exec_latest(&a, SPI_OK_INSERT_RETURNING);
 	/* nothing of ours was written when the id was taken */
-	out->base = out->inserted ? a2_col_int64(0, 1) - 1 : PG_INT64_MAX;
-	out->pending = out->inserted && a2_col_bool(0, 2);
+	out->base = out->inserted ? a2_col_int64(0, INSERT_ONE_IDX) - 1 : PG_INT64_MAX;
+	out->pending = out->inserted && a2_col_bool(0, INSERT_ONE_PENDING);
 }
 
 static void
@@ -190,7 +247,7 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 				  int64 now_ms, bool generated, bool need_pending,
 				  A2InsertOutcome *out)
 {
-	Datum		values[11];
+	A2Args		a;
 	char	  **types = palloc(sizeof(char *) * count);
 	char	  **ids = palloc(sizeof(char *) * count);
 	char	  **lanes = palloc(sizeof(char *) * count);
@@ -213,22 +270,22 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 		not_before[i] = events[i].not_before;
 		no_not_before[i] = !events[i].has_not_before;
 	}
-	values[0] = session;
-	values[1] = Int64GetDatum(now_ms);
-	values[2] = a2_text_array(types, count);
-	values[3] = a2_jsonb_array(payloads, count);
-	values[4] = a2_text_array(ids, count);
-	values[5] = a2_jsonb_array(causes, count);
-	values[6] = a2_text_array(lanes, count);
-	values[7] = a2_bool_array(blocked, count);
-	values[8] = a2_bool_array(settled, count);
-	values[9] = BoolGetDatum(need_pending);
-	values[10] = a2_int8_array(not_before, no_not_before, count);
-	a2_exec_latest(generated ? &insert_generated : &insert_batch,
-				   values, NULL, SPI_OK_SELECT);
-	out->base = a2_col_int64(0, 1);
-	out->pending = a2_col_bool(0, 2);
-	out->inserted = a2_col_int64(0, 3);
+	a2_args_init(&a, generated ? &insert_generated : &insert_batch);
+	a2_bind(&a, 1, TEXTOID, session);
+	a2_bind_int8(&a, 2, now_ms);
+	a2_bind(&a, 3, TEXTARRAYOID, a2_text_array(types, count));
+	a2_bind(&a, 4, JSONBARRAYOID, a2_jsonb_array(payloads, count));
+	a2_bind(&a, 5, TEXTARRAYOID, a2_text_array(ids, count));
+	a2_bind(&a, 6, JSONBARRAYOID, a2_jsonb_array(causes, count));
+	a2_bind(&a, 7, TEXTARRAYOID, a2_text_array(lanes, count));
+	a2_bind(&a, 8, BOOLARRAYOID, a2_bool_array(blocked, count));
+	a2_bind(&a, 9, BOOLARRAYOID, a2_bool_array(settled, count));
+	a2_bind_bool(&a, 10, need_pending);
+	a2_bind(&a, 11, INT8ARRAYOID, a2_int8_array(not_before, no_not_before, count));
+	a2_exec_latest(&a, SPI_OK_SELECT);
+	out->base = a2_col_int64(0, INSERT_BATCH_BASE);
+	out->pending = a2_col_bool(0, INSERT_BATCH_PENDING);
+	out->inserted = a2_col_int64(0, INSERT_BATCH_INSERTED);
 }
 
 static void
@@ -250,45 +307,52 @@ local_insert_events(const char *session_id, A2EventInput *events, int count,
 #define A2_PRESENCE_LOCK_CLASS	0x61320050	/* "a2" "P" */
 
 static A2Statement delete_fields = {
-	.sql = "WITH win AS ("
-	"  SELECT f.field FROM pg_catalog.unnest($3) AS f(field)"
-	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
-	"                      WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) f.field"
-	"                        AND p.expires_at OPERATOR(pg_catalog.>) $5 AND p.at OPERATOR(pg_catalog.>) $4)"
-	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
-	"                      WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) f.field"
-	"                        AND t.expires_at OPERATOR(pg_catalog.>) $5 AND t.at OPERATOR(pg_catalog.>) $4)"
-	"), gone AS ("
-	"  DELETE FROM @extschema@.a2_presence p USING win"
-	"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) win.field"
-	") INSERT INTO @extschema@.a2_presence_tombstones"
-	"    (ns, participant, field, at, expires_at)"
-	"  SELECT $1, $2, win.field, $4, $6 FROM win"
-	"  ON CONFLICT (ns, participant, field) DO UPDATE"
-	"    SET at = excluded.at, expires_at = excluded.expires_at",
-	.nargs = 6, .argtypes = {TEXTOID, TEXTOID, TEXTARRAYOID, INT8OID, INT8OID, INT8OID}
+	.name = "local.delete_fields",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1,
+				"WITH win AS ("
+				"  SELECT f.field FROM pg_catalog.unnest($3) AS f(field)"
+				"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
+				"                      WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) f.field"
+				"                        AND p.expires_at OPERATOR(pg_catalog.>) $5 AND p.at OPERATOR(pg_catalog.>) $4)"
+				"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
+				"                      WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) f.field"
+				"                        AND t.expires_at OPERATOR(pg_catalog.>) $5 AND t.at OPERATOR(pg_catalog.>) $4)"
+				"), gone AS ("
+				"  DELETE FROM @extschema@.a2_presence p USING win"
+				"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) win.field"
+				") INSERT INTO @extschema@.a2_presence_tombstones"
+				"    (ns, participant, field, at, expires_at)"
+				"  SELECT $1, $2, win.field, $4, $6 FROM win"
+				"  ON CONFLICT (ns, participant, field) DO UPDATE"
+				"    SET at = excluded.at, expires_at = excluded.expires_at"),
+	},
+	.nparams = 6, .params = {A2_PARAM("ns", TEXTOID), A2_PARAM("participant", TEXTOID), A2_PARAM("fields", TEXTARRAYOID), A2_PARAM("at", INT8OID), A2_PARAM("now", INT8OID), A2_PARAM("expires_at", INT8OID)},
 };
 
 static A2Statement set_fields = {
-	.sql = "WITH win AS ("
-	"  SELECT f.field, f.value FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4)) AS f(field, value)"
-	"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
-	"                      WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) f.field"
-	"                        AND p.expires_at OPERATOR(pg_catalog.>) $7 AND p.at OPERATOR(pg_catalog.>) $6)"
-	"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
-	"                      WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) f.field"
-	"                        AND t.expires_at OPERATOR(pg_catalog.>) $7 AND t.at OPERATOR(pg_catalog.>) $6)"
-	"), unburied AS ("
-	"  DELETE FROM @extschema@.a2_presence_tombstones t USING win"
-	"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) win.field"
-	") INSERT INTO @extschema@.a2_presence"
-	"    (ns, participant, field, value, seen, at, expires_at)"
-	"  SELECT $1, $2, win.field, win.value, $5, $6, $8 FROM win"
-	"  ON CONFLICT (ns, participant, field) DO UPDATE"
-	"    SET value = excluded.value, seen = excluded.seen,"
-	"        at = excluded.at, expires_at = excluded.expires_at",
-	.nargs = 8, .argtypes = {TEXTOID, TEXTOID, TEXTARRAYOID, JSONBARRAYOID, INT8OID, INT8OID,
-	INT8OID, INT8OID}
+	.name = "local.set_fields",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1,
+				"WITH win AS ("
+				"  SELECT f.field, f.value FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4)) AS f(field, value)"
+				"   WHERE NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence p"
+				"                      WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $2 AND p.field OPERATOR(pg_catalog.=) f.field"
+				"                        AND p.expires_at OPERATOR(pg_catalog.>) $7 AND p.at OPERATOR(pg_catalog.>) $6)"
+				"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_presence_tombstones t"
+				"                      WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) f.field"
+				"                        AND t.expires_at OPERATOR(pg_catalog.>) $7 AND t.at OPERATOR(pg_catalog.>) $6)"
+				"), unburied AS ("
+				"  DELETE FROM @extschema@.a2_presence_tombstones t USING win"
+				"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $2 AND t.field OPERATOR(pg_catalog.=) win.field"
+				") INSERT INTO @extschema@.a2_presence"
+				"    (ns, participant, field, value, seen, at, expires_at)"
+				"  SELECT $1, $2, win.field, win.value, $5, $6, $8 FROM win"
+				"  ON CONFLICT (ns, participant, field) DO UPDATE"
+				"    SET value = excluded.value, seen = excluded.seen,"
+				"        at = excluded.at, expires_at = excluded.expires_at"),
+	},
+	.nparams = 8, .params = {A2_PARAM("ns", TEXTOID), A2_PARAM("participant", TEXTOID), A2_PARAM("fields", TEXTARRAYOID), A2_PARAM("values", JSONBARRAYOID), A2_PARAM("seen", INT8OID), A2_PARAM("at", INT8OID), A2_PARAM("now", INT8OID), A2_PARAM("expires_at", INT8OID)},
 };
 
 static Datum
@@ -319,9 +383,10 @@ local_try_lock_participant(const char *ns, const char *participant)
 static void
 local_presence_write(const A2PresenceWrite *w)
 {
+	A2Call		call;
 	Datum		values[8];
 
-	a2_spi_begin();
+	a2_call_begin(&call, NULL);
 	local_lock_participant(w->ns, w->participant);
 	values[0] = CStringGetTextDatum(w->ns);
 	values[1] = CStringGetTextDatum(w->participant);
@@ -331,7 +396,7 @@ local_presence_write(const A2PresenceWrite *w)
 		values[3] = Int64GetDatum(w->at_ms);
 		values[4] = Int64GetDatum(w->now_ms);
 		values[5] = Int64GetDatum(w->expires_ms);
-		a2_exec_latest(&delete_fields, values, NULL, SPI_OK_INSERT);
+		a2_exec_values_latest(&delete_fields, values, NULL, 6, SPI_OK_INSERT);
 	}
 	if (w->nset > 0)
 	{
@@ -341,31 +406,41 @@ local_presence_write(const A2PresenceWrite *w)
 		values[5] = Int64GetDatum(w->at_ms);
 		values[6] = Int64GetDatum(w->now_ms);
 		values[7] = Int64GetDatum(w->expires_ms);
-		a2_exec_latest(&set_fields, values, NULL, SPI_OK_INSERT);
+		a2_exec_values_latest(&set_fields, values, NULL, 8, SPI_OK_INSERT);
 	}
-	a2_spi_end();
+	a2_call_end(&call);
 }
 
 
 /* ---- snapshots (snapshots.c) ----------------------------------------- */
 
 static A2Statement insert_pins = {
-	.sql = "INSERT INTO @extschema@.a2_snapshot_pins"
-	"  (session_id, event_index, reducer_name, up_to_index)"
-	" SELECT $1, i.idx, $2, $3 FROM pg_catalog.unnest($4) AS i(idx)"
-	" ON CONFLICT DO NOTHING",
-	.session_param = 1, .nargs = 4, .argtypes = {TEXTOID, TEXTOID, INT8OID, INT8ARRAYOID}
+	.name = "local.insert_pins",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1,
+				"INSERT INTO @extschema@.a2_snapshot_pins"
+				"  (session_id, event_index, reducer_name, up_to_index)"
+				" SELECT $1, i.idx, $2, $3 FROM pg_catalog.unnest($4) AS i(idx)"
+				" ON CONFLICT DO NOTHING"),
+	},
+	.nparams = 4, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID), A2_PARAM("up_to_index", INT8OID), A2_PARAM("event_indexes", INT8ARRAYOID)},
+	.session_param = 1,
 };
 
 static A2Statement head_to_history = {
-	.sql = "INSERT INTO @extschema@.a2_snapshot_history"
-	"  (session_id, reducer_name, up_to_index, state, updated_at)"
-	" SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
-	"   FROM @extschema@.a2_snapshots s"
-	"  WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2"
-	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
-	"   SET state = excluded.state, updated_at = excluded.updated_at",
-	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, TEXTOID}
+	.name = "local.head_to_history",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1,
+				"INSERT INTO @extschema@.a2_snapshot_history"
+				"  (session_id, reducer_name, up_to_index, state, updated_at)"
+				" SELECT s.session_id, s.reducer_name, s.up_to_index, s.state, s.updated_at"
+				"   FROM @extschema@.a2_snapshots s"
+				"  WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2"
+				" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
+				"   SET state = excluded.state, updated_at = excluded.updated_at"),
+	},
+	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID)},
+	.session_param = 1,
 };
 
 static void
@@ -378,7 +453,7 @@ local_insert_pins(const char *session_id, const char *reducer, int64 index,
 	values[1] = CStringGetTextDatum(reducer);
 	values[2] = Int64GetDatum(index);
 	values[3] = a2_int8_array(unconstify(int64 *, pins), NULL, n);
-	a2_exec_latest(&insert_pins, values, NULL, SPI_OK_INSERT);
+	a2_exec_values_latest(&insert_pins, values, NULL, 4, SPI_OK_INSERT);
 }
 
 static void
@@ -388,50 +463,54 @@ local_head_to_history(const char *session_id, const char *reducer)
 
 	values[0] = CStringGetTextDatum(session_id);
 	values[1] = CStringGetTextDatum(reducer);
-	a2_exec_latest(&head_to_history, values, NULL, SPI_OK_INSERT);
+	a2_exec_values_latest(&head_to_history, values, NULL, 2, SPI_OK_INSERT);
 }
 
 /* ---- state reads (state.c): every request in one statement ----------- */
 
 static A2Statement read_states = {
-	.sql = "WITH req AS ("
-	"  SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3))"
-	"    WITH ORDINALITY AS r(session_id, through, snap_through, ord)"
-	"), sel AS MATERIALIZED ("
-	"  SELECT r.ord, r.session_id, r.through, h.up_to_index AS head_index,"
-	"         c.up_to_index AS snap_index, c.state AS snap_state"
-	"    FROM req r"
-	"    LEFT JOIN @extschema@.a2_snapshots h"
-	"      ON h.session_id OPERATOR(pg_catalog.=) r.session_id AND h.reducer_name OPERATOR(pg_catalog.=) $4"
-	"    LEFT JOIN LATERAL ("
-	"      SELECT u.up_to_index, u.state FROM ("
-	"        (SELECT s.up_to_index, s.state FROM @extschema@.a2_snapshots s"
-	"          WHERE s.session_id OPERATOR(pg_catalog.=) r.session_id AND s.reducer_name OPERATOR(pg_catalog.=) $4"
-	"            AND s.up_to_index OPERATOR(pg_catalog.<=) COALESCE(r.snap_through, 9223372036854775807))"
-	"        UNION ALL"
-	"        (SELECT x.up_to_index, x.state FROM @extschema@.a2_snapshot_history x"
-	"          WHERE x.session_id OPERATOR(pg_catalog.=) r.session_id AND x.reducer_name OPERATOR(pg_catalog.=) $4"
-	"            AND x.up_to_index OPERATOR(pg_catalog.<=) COALESCE(r.snap_through, 9223372036854775807)"
-	"          ORDER BY x.up_to_index DESC LIMIT 1)"
-	"      ) u ORDER BY u.up_to_index DESC LIMIT 1"
-	"    ) c ON true"
-	") "
-	"SELECT NULL::pg_catalog.text, NULL::bigint, NULL::pg_catalog.text, NULL::pg_catalog.jsonb, NULL::pg_catalog.text, NULL::bigint,"
-	"       sel.ord, 0, sel.head_index, sel.snap_index, sel.snap_state"
-	"  FROM sel "
-	"UNION ALL "
-	"SELECT e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at,"
-	"       sel.ord, 1, NULL, NULL, NULL"
-	"  FROM sel CROSS JOIN LATERAL ("
-	"    SELECT x.session_id, x.idx, x.event_type, x.payload, x.event_id, x.created_at"
-	"      FROM @extschema@.a2_events x"
-	"     WHERE x.session_id OPERATOR(pg_catalog.=) sel.session_id"
-	"       AND x.idx OPERATOR(pg_catalog.>) COALESCE(sel.snap_index, -1)"
-	"       AND x.idx OPERATOR(pg_catalog.<=) COALESCE(sel.through, 9223372036854775807)"
-	"    OFFSET 0"
-	"  ) e "
-	"ORDER BY 7, 8, 2",
-	.nargs = 4, .argtypes = {TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TEXTOID}
+	.name = "local.read_states",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1,
+				"WITH req AS ("
+				"  SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3))"
+				"    WITH ORDINALITY AS r(session_id, through, snap_through, ord)"
+				"), sel AS MATERIALIZED ("
+				"  SELECT r.ord, r.session_id, r.through, h.up_to_index AS head_index,"
+				"         c.up_to_index AS snap_index, c.state AS snap_state"
+				"    FROM req r"
+				"    LEFT JOIN @extschema@.a2_snapshots h"
+				"      ON h.session_id OPERATOR(pg_catalog.=) r.session_id AND h.reducer_name OPERATOR(pg_catalog.=) $4"
+				"    LEFT JOIN LATERAL ("
+				"      SELECT u.up_to_index, u.state FROM ("
+				"        (SELECT s.up_to_index, s.state FROM @extschema@.a2_snapshots s"
+				"          WHERE s.session_id OPERATOR(pg_catalog.=) r.session_id AND s.reducer_name OPERATOR(pg_catalog.=) $4"
+				"            AND s.up_to_index OPERATOR(pg_catalog.<=) COALESCE(r.snap_through, 9223372036854775807))"
+				"        UNION ALL"
+				"        (SELECT x.up_to_index, x.state FROM @extschema@.a2_snapshot_history x"
+				"          WHERE x.session_id OPERATOR(pg_catalog.=) r.session_id AND x.reducer_name OPERATOR(pg_catalog.=) $4"
+				"            AND x.up_to_index OPERATOR(pg_catalog.<=) COALESCE(r.snap_through, 9223372036854775807)"
+				"          ORDER BY x.up_to_index DESC LIMIT 1)"
+				"      ) u ORDER BY u.up_to_index DESC LIMIT 1"
+				"    ) c ON true"
+				") "
+				"SELECT NULL::pg_catalog.text, NULL::bigint, NULL::pg_catalog.text, NULL::pg_catalog.jsonb, NULL::pg_catalog.text, NULL::bigint,"
+				"       sel.ord, 0, sel.head_index, sel.snap_index, sel.snap_state"
+				"  FROM sel "
+				"UNION ALL "
+				"SELECT e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at,"
+				"       sel.ord, 1, NULL, NULL, NULL"
+				"  FROM sel CROSS JOIN LATERAL ("
+				"    SELECT x.session_id, x.idx, x.event_type, x.payload, x.event_id, x.created_at"
+				"      FROM @extschema@.a2_events x"
+				"     WHERE x.session_id OPERATOR(pg_catalog.=) sel.session_id"
+				"       AND x.idx OPERATOR(pg_catalog.>) COALESCE(sel.snap_index, -1)"
+				"       AND x.idx OPERATOR(pg_catalog.<=) COALESCE(sel.through, 9223372036854775807)"
+				"    OFFSET 0"
+				"  ) e "
+				"ORDER BY 7, 8, 2"),
+	},
+	.nparams = 4, .params = {A2_PARAM("session_ids", TEXTARRAYOID), A2_PARAM("through_indexes", INT8ARRAYOID), A2_PARAM("snapshot_through_indexes", INT8ARRAYOID), A2_PARAM("reducer_name", TEXTOID)},
 };
 
 static void
@@ -444,7 +523,7 @@ local_read_states(const A2StateRequests *req, const char *reducer,
 	values[1] = a2_int8_array(req->through, req->through_null, req->count);
 	values[2] = a2_int8_array(req->snap_through, req->snap_null, req->count);
 	values[3] = CStringGetTextDatum(reducer);
-	emit(a2_exec(&read_states, values, NULL, true, SPI_OK_SELECT), arg);
+	emit(a2_exec_values(&read_states, values, NULL, 4, true, SPI_OK_SELECT), arg);
 }
 
 /* ---- a2_claim_next's walk (claim_next.c) ----------------------------- */
@@ -454,31 +533,45 @@ local_read_states(const A2StateRequests *req, const char *reducer,
  * The LIMIT is a constant so that the generic plan is an ordered index
  * scan.
  */
+#define NEXT_CANDIDATE_SQL(key) \
+	"SELECT e.session_id, " key " AS available_at" \
+	"  FROM @extschema@.a2_events e" \
+	" WHERE " A2_AVAILABLE_PRED \
+	"   AND " key " OPERATOR(pg_catalog.<=) $1" \
+	"   AND (" key ", e.session_id) OPERATOR(pg_catalog.>) ($2, $3)" \
+	" ORDER BY " key ", e.session_id" \
+	" LIMIT 1"
+
 static A2Statement next_candidate = {
-	.sql = "SELECT e.session_id, " A2_AVAILABLE_KEY
-	"  FROM @extschema@.a2_events e"
-	" WHERE " A2_AVAILABLE_PRED
-	"   AND " A2_AVAILABLE_KEY " OPERATOR(pg_catalog.<=) $1"
-	"   AND (" A2_AVAILABLE_KEY ", e.session_id) OPERATOR(pg_catalog.>) ($2, $3)"
-	" ORDER BY " A2_AVAILABLE_KEY ", e.session_id"
-	" LIMIT 1",
-	.nargs = 3, .argtypes = {INT8OID, INT8OID, TEXTOID}
+	.name = "local.next_candidate",
+	.texts = {
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1, NEXT_CANDIDATE_SQL(A2_AVAILABLE_KEY_0_1)),
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_3, NEXT_CANDIDATE_SQL(A2_AVAILABLE_KEY)),
+	},
+	.nparams = 3,
+	.params = {A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),
+	A2_PARAM("after_session_id", TEXTOID)},
+	.columns = A2_COLUMNS("session_id", "available_at")
 };
 
-/*
- * The next moment after $1 at which work becomes available: the first
- * entry past now.  No other condition, so that only a2_events_available
- * can answer it (a filter on claim_expires_at would let the planner scan
- * every live lease through a2_events_claim_expiry and sort them).
- */
+#define NEXT_AFTER_NOW_SQL(key) \
+	"SELECT " key " AS available_at FROM @extschema@.a2_events e" \
+	" WHERE " A2_AVAILABLE_PRED \
+	"   AND " key " OPERATOR(pg_catalog.>) $1" \
+	" ORDER BY " key \
+	" LIMIT 1"
+
 static A2Statement next_after_now = {
-	.sql = "SELECT " A2_AVAILABLE_KEY " FROM @extschema@.a2_events e"
-	" WHERE " A2_AVAILABLE_PRED
-	"   AND " A2_AVAILABLE_KEY " OPERATOR(pg_catalog.>) $1"
-	" ORDER BY " A2_AVAILABLE_KEY
-	" LIMIT 1",
-	.nargs = 1, .argtypes = {INT8OID}
+	.name = "local.next_after_now",
+	.texts = {
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1, NEXT_AFTER_NOW_SQL(A2_AVAILABLE_KEY_0_1)),
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_3, NEXT_AFTER_NOW_SQL(A2_AVAILABLE_KEY)),
+	},
+	.nparams = 1, .params = {A2_PARAM("now", INT8OID)},
+	.columns = A2_COLUMNS("available_at")
 };
+
+A2_STATEMENT_GROUP(local, &insert_batch, &insert_generated, &insert_one, &insert_one_generated, &delete_fields, &set_fields, &insert_pins, &head_to_history, &read_states, &next_candidate, &next_after_now);
 
 /*
  * Find the next candidate after (*after_at, *after_session) and move the
@@ -492,7 +585,7 @@ local_next_available(int64 now_ms, int64 *after_at, char **after_session)
 	values[0] = Int64GetDatum(now_ms);
 	values[1] = Int64GetDatum(*after_at);
 	values[2] = CStringGetTextDatum(*after_session);
-	if (a2_exec_latest(&next_candidate, values, NULL, SPI_OK_SELECT) == 0)
+	if (a2_exec_values_latest(&next_candidate, values, NULL, 3, SPI_OK_SELECT) == 0)
 		return false;
 	*after_session = a2_col_text(0, 1);
 	*after_at = a2_col_int64(0, 2);
@@ -505,7 +598,7 @@ local_next_retry_at(int64 now_ms, int64 *at)
 	Datum		value = Int64GetDatum(now_ms);
 	bool		isnull;
 
-	if (a2_exec(&next_after_now, &value, NULL, false, SPI_OK_SELECT) == 0)
+	if (a2_exec_values(&next_after_now, &value, NULL, 1, false, SPI_OK_SELECT) == 0)
 		return false;
 	value = a2_col(0, 1, &isnull);
 	if (isnull)

@@ -33,9 +33,11 @@
 #include "funcapi.h"
 
 #include "a2.h"
+#include "call.h"
 #include "clock.h"
 #include "metrics.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 
 PG_FUNCTION_INFO_V1(a2_metrics);
 
@@ -44,35 +46,50 @@ PG_FUNCTION_INFO_V1(a2_metrics);
 #define METRIC_COLUMNS 14
 
 /* $1 now (epoch ms), $2 a2_events' OID */
+/*
+ * One row, the columns of a2_metrics() in its order (0.2.0's declaration
+ * has the first METRIC_COLUMNS_V2).  Objects older than 0.3.0 have no
+ * not_before: nothing is scheduled.
+ */
+#define GAUGES_SQL(not_before) \
+	"SELECT pg_catalog.count(DISTINCT u.session_id) FILTER (WHERE u.eligible) AS sessions_with_eligible_work," \
+	"       pg_catalog.count(*) FILTER (WHERE u.eligible) AS eligible_events," \
+	"       pg_catalog.count(*) FILTER (WHERE u.leased) AS leased_events," \
+	"       pg_catalog.count(*) FILTER (WHERE u.eligible AND u.claim_expires_at IS NOT NULL) AS expired_leases," \
+	"       pg_catalog.count(*) FILTER (WHERE u.failed_at IS NOT NULL) AS dead_letters," \
+	"       pg_catalog.count(*) FILTER (WHERE NOT u.lane_ready AND u.failed_at IS NULL) AS lane_waiting_events," \
+	"       pg_catalog.to_timestamp(pg_catalog.min(u.created_at) FILTER (WHERE u.eligible)" \
+	"                               OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8) AS oldest_eligible_created_at," \
+	"       $1 OPERATOR(pg_catalog.-) pg_catalog.min(u.created_at) FILTER (WHERE u.eligible) AS oldest_eligible_age_ms," \
+	"       pg_catalog.pg_stat_get_live_tuples($2) AS events_estimate," \
+	"       pg_catalog.pg_stat_get_dead_tuples($2) AS dead_rows_estimate," \
+	"       pg_catalog.pg_stat_get_tuples_inserted($2) AS events_inserted_estimate," \
+	"       pg_catalog.to_timestamp($1 OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8) AS measured_at," \
+	"       pg_catalog.count(*) FILTER (WHERE u.scheduled) AS scheduled_events," \
+	"       pg_catalog.to_timestamp(pg_catalog.min(u.not_before) FILTER (WHERE u.scheduled)" \
+	"                               OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8) AS earliest_due_at" \
+	"  FROM (SELECT e.session_id, e.created_at, e.failed_at, e.lane_ready," \
+	"               e.claim_expires_at, x.not_before," \
+	"               e.lane_ready AND e.failed_at IS NULL" \
+	"                 AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $1)" \
+	"                 AND (x.not_before IS NULL OR x.not_before OPERATOR(pg_catalog.<=) $1) AS eligible," \
+	"               e.failed_at IS NULL AND e.claim_expires_at OPERATOR(pg_catalog.>) $1 AS leased," \
+	"               e.failed_at IS NULL AND x.not_before OPERATOR(pg_catalog.>) $1 AS scheduled" \
+	"          FROM @extschema@.a2_events e" \
+	"         CROSS JOIN LATERAL (SELECT " not_before " AS not_before) x" \
+	"         WHERE e.processed_at IS NULL) u"
+
 static A2Statement gauges = {
-	.sql = "SELECT pg_catalog.count(DISTINCT u.session_id) FILTER (WHERE u.eligible),"
-	"       pg_catalog.count(*) FILTER (WHERE u.eligible),"
-	"       pg_catalog.count(*) FILTER (WHERE u.leased),"
-	"       pg_catalog.count(*) FILTER (WHERE u.eligible AND u.claim_expires_at IS NOT NULL),"
-	"       pg_catalog.count(*) FILTER (WHERE u.failed_at IS NOT NULL),"
-	"       pg_catalog.count(*) FILTER (WHERE NOT u.lane_ready AND u.failed_at IS NULL),"
-	"       pg_catalog.to_timestamp(pg_catalog.min(u.created_at) FILTER (WHERE u.eligible)"
-	"                               OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8),"
-	"       $1 OPERATOR(pg_catalog.-) pg_catalog.min(u.created_at) FILTER (WHERE u.eligible),"
-	"       pg_catalog.pg_stat_get_live_tuples($2),"
-	"       pg_catalog.pg_stat_get_dead_tuples($2),"
-	"       pg_catalog.pg_stat_get_tuples_inserted($2),"
-	"       pg_catalog.to_timestamp($1 OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8),"
-	"       pg_catalog.count(*) FILTER (WHERE u.scheduled),"
-	"       pg_catalog.to_timestamp(pg_catalog.min(u.not_before) FILTER (WHERE u.scheduled)"
-	"                               OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8)"
-	"  FROM (SELECT e.session_id, e.created_at, e.failed_at, e.lane_ready,"
-	"               e.claim_expires_at, x.not_before,"
-	"               e.lane_ready AND e.failed_at IS NULL"
-	"                 AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $1)"
-	"                 AND (x.not_before IS NULL OR x.not_before OPERATOR(pg_catalog.<=) $1) AS eligible,"
-	"               e.failed_at IS NULL AND e.claim_expires_at OPERATOR(pg_catalog.>) $1 AS leased,"
-	"               e.failed_at IS NULL AND x.not_before OPERATOR(pg_catalog.>) $1 AS scheduled"
-	"          FROM @extschema@.a2_events e"
-	"         CROSS JOIN LATERAL (SELECT " A2_NB("e.not_before", "NULL::pg_catalog.int8") " AS not_before) x"
-	"         WHERE e.processed_at IS NULL) u",
-	.nargs = 2, .argtypes = {INT8OID, OIDOID}
+	.name = "metrics.gauges",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1, GAUGES_SQL("NULL::pg_catalog.int8")),
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_3, GAUGES_SQL("e.not_before")),
+	},
+	.nparams = 2, .params = {A2_PARAM("now", INT8OID), A2_PARAM("a2_events", OIDOID)},
+	.columns = A2_COLUMNS("sessions_with_eligible_work", "eligible_events", "leased_events", "expired_leases", "dead_letters", "lane_waiting_events", "oldest_eligible_created_at", "oldest_eligible_age_ms", "events_estimate", "dead_rows_estimate", "events_inserted_estimate", "measured_at", "scheduled_events", "earliest_due_at")
 };
+
+A2_STATEMENT_GROUP(metrics, &gauges);
 
 Datum
 a2_metrics(PG_FUNCTION_ARGS)
@@ -81,7 +98,8 @@ a2_metrics(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	Datum		values[METRIC_COLUMNS];
 	bool		nulls[METRIC_COLUMNS];
-	Datum		args[2];
+	A2Call		call;
+	A2Args		a;
 	int			ncols;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
@@ -94,15 +112,16 @@ a2_metrics(PG_FUNCTION_ARGS)
 	desc = BlessTupleDesc(desc);
 	StaticAssertStmt(FLOAT8PASSBYVAL, "a2_metrics copies int8 datums by value");
 
-	a2_spi_begin();
-	args[0] = Int64GetDatum(now_ms);
-	args[1] = ObjectIdGetDatum(a2_relid("a2_events"));
-	if (a2_exec(&gauges, args, NULL, true, SPI_OK_SELECT) != 1)
+	a2_call_begin(&call, NULL);
+	a2_args_init(&a, &gauges);
+	a2_bind_int8(&a, 1, now_ms);
+	a2_bind(&a, 2, OIDOID, ObjectIdGetDatum(a2_relid("a2_events")));
+	if (a2_exec(&a, true, SPI_OK_SELECT) != 1)
 		elog(ERROR, "a2_metrics: expected one row");
 	/* every column is int8 or timestamptz: passed by value, safe past SPI_finish */
 	for (int i = 0; i < ncols; i++)
 		values[i] = a2_col(0, i + 1, &nulls[i]);
-	a2_spi_end();
+	a2_call_end(&call);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

@@ -23,7 +23,8 @@
 #include "notifier.h"
 #include "notify.h"
 #include "scheduler.h"
-#include "spi_plans.h"
+#include "extension.h"
+#include "statements.h"
 
 PG_MODULE_MAGIC;
 
@@ -36,7 +37,8 @@ _PG_init(void)
 	a2_notify_init();
 	a2_notifier_init();
 	a2_scheduler_init();
-	a2_plans_init();
+	a2_extension_init();
+	a2_statements_init();
 	/* after every a2.* setting is defined, so none of their placeholders is lost */
 	MarkGUCPrefixReserved("a2");
 }

@@ -48,10 +48,12 @@
 #include "utils/timestamp.h"
 
 #include "a2.h"
+#include "call.h"
 #include "clock.h"
 #include "layer.h"
 #include "json_out.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_presence_set);
@@ -63,35 +65,49 @@ PG_FUNCTION_INFO_V1(a2_presence_read);
 /* participants of namespace $1 with expired rows; a bounded batch per read */
 #define A2_SWEEP_BATCH 64
 static A2Statement expired_participants = {
-	.sql = "SELECT x.participant FROM ("
-	"  SELECT p.participant FROM @extschema@.a2_presence p"
-	"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.expires_at OPERATOR(pg_catalog.<=) $2"
-	"  UNION"
-	"  SELECT t.participant FROM @extschema@.a2_presence_tombstones t"
-	"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.expires_at OPERATOR(pg_catalog.<=) $2"
-	") x LIMIT " CppAsString2(A2_SWEEP_BATCH),
-	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
+	.name = "presence.expired_participants",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1,
+				"SELECT x.participant FROM ("
+				"  SELECT p.participant FROM @extschema@.a2_presence p"
+				"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.expires_at OPERATOR(pg_catalog.<=) $2"
+				"  UNION"
+				"  SELECT t.participant FROM @extschema@.a2_presence_tombstones t"
+				"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.expires_at OPERATOR(pg_catalog.<=) $2"
+				") x LIMIT " CppAsString2(A2_SWEEP_BATCH)),
+	},
+	.nparams = 2, .params = {A2_PARAM("ns", TEXTOID), A2_PARAM("now", INT8OID)},
 };
 
 /* expired rows of participant $3 in namespace $1, whose lock we hold */
 static A2Statement sweep_participant = {
-	.sql = "WITH values_swept AS ("
-	"  DELETE FROM @extschema@.a2_presence p"
-	"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $3"
-	"     AND p.expires_at OPERATOR(pg_catalog.<=) $2"
-	") DELETE FROM @extschema@.a2_presence_tombstones t"
-	"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $3"
-	"     AND t.expires_at OPERATOR(pg_catalog.<=) $2",
-	.nargs = 3, .argtypes = {TEXTOID, INT8OID, TEXTOID}
+	.name = "presence.sweep_participant",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1,
+				"WITH values_swept AS ("
+				"  DELETE FROM @extschema@.a2_presence p"
+				"   WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.participant OPERATOR(pg_catalog.=) $3"
+				"     AND p.expires_at OPERATOR(pg_catalog.<=) $2"
+				") DELETE FROM @extschema@.a2_presence_tombstones t"
+				"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $3"
+				"     AND t.expires_at OPERATOR(pg_catalog.<=) $2"),
+	},
+	.nparams = 3, .params = {A2_PARAM("ns", TEXTOID), A2_PARAM("now", INT8OID), A2_PARAM("participant", TEXTOID)},
 };
 
 static A2Statement read_live = {
-	.sql = "SELECT p.participant, p.field, p.value, p.seen, p.at, p.expires_at"
-	"  FROM @extschema@.a2_presence p"
-	" WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.expires_at OPERATOR(pg_catalog.>) $2"
-	" ORDER BY p.participant, p.field",
-	.nargs = 2, .argtypes = {TEXTOID, INT8OID}
+	.name = "presence.read_live",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1,
+				"SELECT p.participant, p.field, p.value, p.seen, p.at, p.expires_at"
+				"  FROM @extschema@.a2_presence p"
+				" WHERE p.ns OPERATOR(pg_catalog.=) $1 AND p.expires_at OPERATOR(pg_catalog.>) $2"
+				" ORDER BY p.participant, p.field"),
+	},
+	.nparams = 2, .params = {A2_PARAM("ns", TEXTOID), A2_PARAM("now", INT8OID)},
 };
+
+A2_STATEMENT_GROUP(presence, &expired_participants, &sweep_participant, &read_live);
 
 
 
@@ -182,8 +198,8 @@ static void
 sweep_expired(Datum ns, Datum now)
 {
 	const char *ns_str = TextDatumGetCString(ns);
-	uint64		n = a2_exec_latest(&expired_participants, (Datum[]) {ns, now},
-								   NULL, SPI_OK_SELECT);
+	uint64		n = a2_exec_values_latest(&expired_participants, (Datum[]) {ns, now}, NULL, 2,
+												   SPI_OK_SELECT);
 	char	  **participants = palloc(sizeof(char *) * Max(n, 1));
 
 	/* the next statements replace SPI_tuptable: copy the names first */
@@ -193,21 +209,21 @@ sweep_expired(Datum ns, Datum now)
 	{
 		if (!a2_layer()->try_lock_participant(ns_str, participants[r]))
 			continue;
-		a2_exec_latest(&sweep_participant,
-					   (Datum[]) {ns, now, CStringGetTextDatum(participants[r])},
-					   NULL, SPI_OK_DELETE);
+		a2_exec_values_latest(&sweep_participant, (Datum[]) {ns, now, CStringGetTextDatum(participants[r])}, NULL, 3,
+							  SPI_OK_DELETE);
 	}
 }
 
 static Jsonb *
 presence_read(const char *ns, int64 now_ms)
 {
-	MemoryContext caller = a2_spi_begin();
+	A2Call		call;
 	A2Json		js = NULL;
 	Datum		values[2];
 	uint64		n;
 	Jsonb	   *result;
 
+	a2_call_begin(&call, NULL);
 	values[0] = CStringGetTextDatum(ns);
 	values[1] = Int64GetDatum(now_ms);
 	/*
@@ -216,7 +232,7 @@ presence_read(const char *ns, int64 now_ms)
 	 */
 	if (!XactReadOnly && may_sweep())
 		sweep_expired(values[0], values[1]);
-	n = a2_exec(&read_live, values, NULL, false, SPI_OK_SELECT);
+	n = a2_exec_values(&read_live, values, NULL, 2, false, SPI_OK_SELECT);
 
 	a2j_begin_array(&js, NULL);
 	for (uint64 r = 0; r < n; r++)
@@ -232,8 +248,8 @@ presence_read(const char *ns, int64 now_ms)
 		a2j_iso(&js, "expiresAt", a2_col_int64(r, 6));
 		a2j_end_object(&js);
 	}
-	result = a2j_finish(a2j_end_array(&js), caller);
-	a2_spi_end();
+	result = a2j_finish(a2j_end_array(&js), call.caller);
+	a2_call_end(&call);
 	return result;
 }
 

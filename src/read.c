@@ -19,42 +19,61 @@
 #include "utils/jsonb.h"
 
 #include "a2.h"
+#include "call.h"
 #include "json_out.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_read);
 
+#define READ_RANGE_SQL(columns) \
+	"SELECT " columns \
+	"  FROM @extschema@.a2_events e" \
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.>) $2" \
+	"   AND e.idx OPERATOR(pg_catalog.<=) $3" \
+	" ORDER BY e.idx LIMIT $4"
+
 static A2Statement read_range = {
-	.sql = "SELECT " A2_EVENT_COLUMNS
-	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.>) $2 AND e.idx OPERATOR(pg_catalog.<=) $3"
-	" ORDER BY e.idx LIMIT $4",
-	.session_param = 1, .nargs = 4, .argtypes = {TEXTOID, INT8OID, INT8OID, INT8OID}
+	.name = "read.range",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1, READ_RANGE_SQL(A2_EVENT_COLUMNS_0_1)),
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_3, READ_RANGE_SQL(A2_EVENT_COLUMNS)),
+	},
+	.nparams = 4,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("after_index", INT8OID),
+	A2_PARAM("through_index", INT8OID), A2_PARAM("max_events", INT8OID)},
+	.columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES)
 };
+
+A2_STATEMENT_GROUP(read, &read_range);
 
 static Jsonb *
 read_events(const char *session_id, int64 after, int64 through, int64 limit,
 			bool has_limit)
 {
-	MemoryContext caller = a2_spi_begin();
+	A2Call		call;
 	A2Json		js = NULL;
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', has_limit ? ' ' : 'n'};
+	A2Args		a;
 	uint64		n;
 	Jsonb	   *result;
 
-	values[0] = CStringGetTextDatum(session_id);
-	values[1] = Int64GetDatum(after);
-	values[2] = Int64GetDatum(through);
-	values[3] = Int64GetDatum(limit);
-	n = a2_exec(&read_range, values, nulls, true, SPI_OK_SELECT);
+	a2_call_begin(&call, session_id);
+	a2_args_init(&a, &read_range);
+	a2_bind(&a, 1, TEXTOID, call.session);
+	a2_bind_int8(&a, 2, after);
+	a2_bind_int8(&a, 3, through);
+	if (has_limit)
+		a2_bind_int8(&a, 4, limit);
+	else
+		a2_bind_null(&a, 4);
+	n = a2_exec(&a, true, SPI_OK_SELECT);
 
 	a2j_begin_array(&js, NULL);
 	for (uint64 r = 0; r < n; r++)
 		a2j_event_row(&js, NULL, SPI_tuptable->vals[r], SPI_tuptable->tupdesc, true);
-	result = a2j_finish(a2j_end_array(&js), caller);
-	a2_spi_end();
+	result = a2j_finish(a2j_end_array(&js), call.caller);
+	a2_call_end(&call);
 	return result;
 }
 

@@ -37,53 +37,85 @@
 #include "utils/jsonb.h"
 
 #include "a2.h"
+#include "call.h"
 #include "json_out.h"
 #include "notify.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_redrive);
 PG_FUNCTION_INFO_V1(a2_redrive_session);
 
 /* Column after A2_EVENT_COLUMNS in lock_event: redriven and not failed since */
-#define COL_REDRIVEN	(A2C_NUM_EVENT_COLS + 1)
+#define COL_REDRIVEN	(A2C_NUM_EVENT_COLS + 1)	/* "redriven" */
+
+#define LOCK_EVENT_SQL(columns) \
+	"SELECT " columns "," \
+	"       e.failure_count OPERATOR(pg_catalog.=) 0 AND e.last_failed_at IS NOT NULL AS redriven" \
+	"  FROM @extschema@.a2_events e" \
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"
 
 static A2Statement lock_event = {
-	.sql = "SELECT " A2_EVENT_COLUMNS ","
-	"       e.failure_count OPERATOR(pg_catalog.=) 0 AND e.last_failed_at IS NOT NULL"
-	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE",
-	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8OID}
+	.name = "redrive.lock_event",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, LOCK_EVENT_SQL(A2_EVENT_COLUMNS_0_1)),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3, LOCK_EVENT_SQL(A2_EVENT_COLUMNS)),
+	},
+	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID)},
+	.session_param = 1, .columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES, "redriven")
 };
 
 /* Dead letters of a session, locked in index order. */
 static A2Statement lock_dead_letters = {
-	.sql = "SELECT e.idx FROM @extschema@.a2_events e"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL"
-	"   AND e.failed_at IS NOT NULL"
-	" ORDER BY e.idx FOR UPDATE",
-	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
+	.name = "redrive.lock_dead_letters",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
+				"SELECT e.idx FROM @extschema@.a2_events e"
+				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL"
+				"   AND e.failed_at IS NOT NULL"
+				" ORDER BY e.idx FOR UPDATE"),
+	},
+	.nparams = 1, .params = {A2_PARAM("session_id", TEXTOID)},
+	.session_param = 1, .columns = A2_COLUMNS("idx")
 };
 
 /* The rows were locked by one of the statements above. */
+/* 0.3.0 and later: a redriven event is due at once (docs/semantics.md) */
+#define REDRIVE_LISTED_SQL(due, columns) \
+	"WITH redriven AS (" \
+	"  UPDATE @extschema@.a2_events e SET" \
+	"    failed_at = NULL, failure_count = 0," \
+	"    claim_holder = NULL, claim_expires_at = NULL" \
+	due \
+	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)" \
+	"     AND e.processed_at IS NULL AND e.failed_at IS NOT NULL" \
+	"  RETURNING " columns \
+	") SELECT * FROM redriven ORDER BY idx"
+
 static A2Statement redrive_listed = {
-	.sql = "WITH redriven AS ("
-	"  UPDATE @extschema@.a2_events e SET"
-	"    failed_at = NULL, failure_count = 0,"
-	"    claim_holder = NULL, claim_expires_at = NULL"
-	A2_NB(", not_before = NULL", "")	/* SPEC 7.1: due at once */
-	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
-	"     AND e.processed_at IS NULL AND e.failed_at IS NOT NULL"
-	"  RETURNING " A2_EVENT_COLUMNS
-	") SELECT * FROM redriven ORDER BY idx",
-	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
+	.name = "redrive.listed",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, REDRIVE_LISTED_SQL("", A2_EVENT_COLUMNS_0_1)),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3,
+				REDRIVE_LISTED_SQL(", not_before = NULL", A2_EVENT_COLUMNS)),
+	},
+	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("indexes", INT8ARRAYOID)},
+	.session_param = 1, .columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES)
 };
 
 static A2Statement max_index = {
-	.sql = "SELECT pg_catalog.max(e.idx) FROM @extschema@.a2_events e"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1",
-	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
+	.name = "redrive.max_index",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
+				"SELECT pg_catalog.max(e.idx) AS max_index FROM @extschema@.a2_events e"
+				" WHERE e.session_id OPERATOR(pg_catalog.=) $1"),
+	},
+	.nparams = 1, .params = {A2_PARAM("session_id", TEXTOID)},
+	.session_param = 1, .columns = A2_COLUMNS("max_index")
 };
+
+A2_STATEMENT_GROUP(redrive, &lock_event, &lock_dead_letters, &redrive_listed, &max_index);
 
 /*
  * Redrive the listed (locked, dead-lettered) events.  Returns their number
@@ -94,17 +126,20 @@ static uint64
 redrive_events(const char *session_id, int64 *indexes, int count,
 			   SPITupleTable **rows)
 {
-	Datum		values[2];
+	A2Args		a;
 	uint64		n;
 
-	values[0] = CStringGetTextDatum(session_id);
-	values[1] = a2_int8_array(indexes, NULL, count);
-	n = a2_exec_latest(&redrive_listed, values, NULL, SPI_OK_SELECT);
+	a2_args_init(&a, &redrive_listed);
+	a2_bind_text(&a, 1, session_id);
+	a2_bind(&a, 2, INT8ARRAYOID, a2_int8_array(indexes, NULL, count));
+	n = a2_exec_latest(&a, SPI_OK_SELECT);
 	*rows = SPI_tuptable;
 	if (n > 0)
 	{
 		/* wake listeners as an append would: the session's greatest index */
-		a2_exec_latest(&max_index, values, NULL, SPI_OK_SELECT);
+		a2_args_init(&a, &max_index);
+		a2_bind_text(&a, 1, session_id);
+		a2_exec_latest(&a, SPI_OK_SELECT);
 		a2_notify_session(session_id, a2_col_int64(0, 1));
 	}
 	return n;
@@ -126,19 +161,21 @@ not_dead_lettered(const char *session_id, int64 index, bool processed)
 static Jsonb *
 redrive_one(const char *session_id, int64 index)
 {
-	MemoryContext caller = a2_spi_begin();
+	A2Call		call;
 	A2Json		js = NULL;
-	Datum		values[2];
+	A2Args		a;
 	bool		isnull;
 	bool		processed,
 				dead;
 	SPITupleTable *row;
 	Jsonb	   *result;
 
+	a2_call_begin(&call, session_id);
 	a2_lock_session(session_id);
-	values[0] = CStringGetTextDatum(session_id);
-	values[1] = Int64GetDatum(index);
-	if (a2_exec_latest(&lock_event, values, NULL, SPI_OK_SELECT) == 0)
+	a2_args_init(&a, &lock_event);
+	a2_bind(&a, 1, TEXTOID, call.session);
+	a2_bind_int8(&a, 2, index);
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_A2_NOT_FOUND),
 				 errmsg("no event at index %lld in session \"%s\"",
@@ -162,25 +199,27 @@ redrive_one(const char *session_id, int64 index)
 	else
 		not_dead_lettered(session_id, index, processed);
 	a2j_event_row(&js, "event", row->vals[0], row->tupdesc, true);
-	result = a2j_finish(a2j_end_object(&js), caller);
-	a2_spi_end();
+	result = a2j_finish(a2j_end_object(&js), call.caller);
+	a2_call_end(&call);
 	return result;
 }
 
 static Jsonb *
 redrive_session(const char *session_id)
 {
-	MemoryContext caller = a2_spi_begin();
+	A2Call		call;
 	A2Json		js = NULL;
-	Datum		value;
+	A2Args		a;
 	uint64		n;
 	int64	   *indexes;
 	SPITupleTable *rows;
 	Jsonb	   *result;
 
+	a2_call_begin(&call, session_id);
 	a2_lock_session(session_id);
-	value = CStringGetTextDatum(session_id);
-	n = a2_exec_latest(&lock_dead_letters, &value, NULL, SPI_OK_SELECT);
+	a2_args_init(&a, &lock_dead_letters);
+	a2_bind(&a, 1, TEXTOID, call.session);
+	n = a2_exec_latest(&a, SPI_OK_SELECT);
 	indexes = palloc(sizeof(int64) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)
 		indexes[r] = a2_col_int64(r, 1);
@@ -194,8 +233,8 @@ redrive_session(const char *session_id)
 			a2j_event_row(&js, NULL, rows->vals[r], rows->tupdesc, true);
 	}
 	a2j_end_array(&js);
-	result = a2j_finish(a2j_end_object(&js), caller);
-	a2_spi_end();
+	result = a2j_finish(a2j_end_object(&js), call.caller);
+	a2_call_end(&call);
 	return result;
 }
 

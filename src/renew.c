@@ -25,9 +25,11 @@
 #include "utils/timestamp.h"
 
 #include "a2.h"
+#include "call.h"
 #include "clock.h"
 #include "json_out.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_renew);
@@ -38,21 +40,45 @@ PG_FUNCTION_INFO_V1(a2_renew);
  * matched in C (a merge over both sorted lists), so no plan ever joins the
  * list against the session's rows.
  */
+enum
+{
+	LOCK_LISTED_IDX = 1,
+	LOCK_LISTED_ATTEMPT_COUNT,
+	LOCK_LISTED_RENEWABLE
+};
+
 static A2Statement lock_listed = {
-	.sql = "SELECT e.idx, e.attempt_count,"
-	"       e.processed_at IS NULL AND e.failed_at IS NULL"
-	"       AND e.claim_holder OPERATOR(pg_catalog.=) $3 AND e.claim_expires_at OPERATOR(pg_catalog.>) $4"
-	"  FROM @extschema@.a2_events e"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
-	" ORDER BY e.idx FOR UPDATE",
-	.session_param = 1, .nargs = 4, .argtypes = {TEXTOID, INT8ARRAYOID, TEXTOID, INT8OID}
+	.name = "renew.lock_listed",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
+				"SELECT e.idx, e.attempt_count,"
+				"       e.processed_at IS NULL AND e.failed_at IS NULL"
+				"       AND e.claim_holder OPERATOR(pg_catalog.=) $3"
+				"       AND e.claim_expires_at OPERATOR(pg_catalog.>) $4 AS renewable"
+				"  FROM @extschema@.a2_events e"
+				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
+				" ORDER BY e.idx FOR UPDATE"),
+	},
+	.nparams = 4,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("indexes", INT8ARRAYOID),
+	A2_PARAM("holder", TEXTOID), A2_PARAM("now", INT8OID)},
+	.session_param = 1, .columns = A2_COLUMNS("idx", "attempt_count", "renewable")
 };
 
 static A2Statement extend_leases = {
-	.sql = "UPDATE @extschema@.a2_events e SET claim_expires_at = $3"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)",
-	.session_param = 1, .nargs = 3, .argtypes = {TEXTOID, INT8ARRAYOID, INT8OID}
+	.name = "renew.extend_leases",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
+				"UPDATE @extschema@.a2_events e SET claim_expires_at = $3"
+				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"),
+	},
+	.nparams = 3,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("indexes", INT8ARRAYOID),
+	A2_PARAM("expires_at", INT8OID)},
+	.session_param = 1
 };
+
+A2_STATEMENT_GROUP(renew, &lock_listed, &extend_leases);
 
 typedef struct ListedClaim
 {
@@ -73,7 +99,7 @@ typedef struct RenewArgs
 static Jsonb *
 renew_claims(RenewArgs *args)
 {
-	MemoryContext caller = a2_spi_begin();
+	A2Call		call;
 	A2Json		js = NULL;
 	int64	   *indexes = palloc(sizeof(int64) * Max(args->count, 1));
 	int64	   *renewed = palloc(sizeof(int64) * Max(args->count, 1));
@@ -81,40 +107,44 @@ renew_claims(RenewArgs *args)
 	int			nrenewed = 0,
 				nsuperseded = 0;
 	uint64		n = 0;
-	Datum		values[4];
+	A2Args		a;
 	Jsonb	   *result;
 
+	a2_call_begin(&call, args->session_id);
 	for (int i = 0; i < args->count; i++)
 		indexes[i] = args->claims[i].index;
-	values[0] = CStringGetTextDatum(args->session_id);
 	if (args->count > 0)
 	{
 		/* the one lock order: the session lock, then rows in index order */
 		a2_lock_session(args->session_id);
-		values[1] = a2_int8_array(indexes, NULL, args->count);
-		values[2] = CStringGetTextDatum(args->holder);
-		values[3] = Int64GetDatum(args->now_ms);
-		n = a2_exec_latest(&lock_listed, values, NULL, SPI_OK_SELECT);
+		a2_args_init(&a, &lock_listed);
+		a2_bind(&a, 1, TEXTOID, call.session);
+		a2_bind(&a, 2, INT8ARRAYOID, a2_int8_array(indexes, NULL, args->count));
+		a2_bind_text(&a, 3, args->holder);
+		a2_bind_int8(&a, 4, args->now_ms);
+		n = a2_exec_latest(&a, SPI_OK_SELECT);
 	}
 
 	/* both the rows and the claims are sorted by index: merge them */
 	for (uint64 r = 0, k = 0; r < n; r++)
 	{
-		int64		idx = a2_col_int64(r, 1);
-		int64		attempt_count = a2_col_int64(r, 2);
+		int64		idx = a2_col_int64(r, LOCK_LISTED_IDX);
+		int64		attempt_count = a2_col_int64(r, LOCK_LISTED_ATTEMPT_COUNT);
 
 		while (args->claims[k].index < idx)
 			k++;
-		if (a2_col_bool(r, 3) && attempt_count == args->claims[k].attempt)
+		if (a2_col_bool(r, LOCK_LISTED_RENEWABLE) && attempt_count == args->claims[k].attempt)
 			renewed[nrenewed++] = idx;
 		else if (attempt_count > args->claims[k].attempt)
 			superseded[nsuperseded++] = idx;
 	}
 	if (nrenewed > 0)
 	{
-		values[1] = a2_int8_array(renewed, NULL, nrenewed);
-		values[2] = Int64GetDatum(args->expires_ms);
-		a2_exec_latest(&extend_leases, values, NULL, SPI_OK_UPDATE);
+		a2_args_init(&a, &extend_leases);
+		a2_bind(&a, 1, TEXTOID, call.session);
+		a2_bind(&a, 2, INT8ARRAYOID, a2_int8_array(renewed, NULL, nrenewed));
+		a2_bind_int8(&a, 3, args->expires_ms);
+		a2_exec_latest(&a, SPI_OK_UPDATE);
 	}
 
 	a2j_begin_object(&js, NULL);
@@ -126,8 +156,8 @@ renew_claims(RenewArgs *args)
 	for (int i = 0; i < nsuperseded; i++)
 		a2j_int(&js, NULL, superseded[i]);
 	a2j_end_array(&js);
-	result = a2j_finish(a2j_end_object(&js), caller);
-	a2_spi_end();
+	result = a2j_finish(a2j_end_object(&js), call.caller);
+	a2_call_end(&call);
 	return result;
 }
 

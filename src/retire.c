@@ -35,25 +35,41 @@
 #include "utils/jsonb.h"
 
 #include "a2.h"
+#include "call.h"
 #include "clock.h"
 #include "json_out.h"
 #include "retire.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_drop_session);
 PG_FUNCTION_INFO_V1(a2_drop_finished_sessions);
 
 /* Lock the session's events in index order and summarize them. */
+enum
+{
+	LOCK_EVENTS_EVENTS = 1,
+	LOCK_EVENTS_UNFINISHED,
+	LOCK_EVENTS_MAX_INDEX,
+	LOCK_EVENTS_LAST_CREATED_AT
+};
+
 static A2Statement lock_events = {
-	.sql = "SELECT pg_catalog.count(*),"
-	"       pg_catalog.count(*) FILTER (WHERE l.unfinished),"
-	"       pg_catalog.max(l.idx), pg_catalog.max(l.created_at)"
-	"  FROM (SELECT e.idx, e.created_at,"
-	"               e.processed_at IS NULL AND e.failed_at IS NULL AS unfinished"
-	"          FROM @extschema@.a2_events e WHERE e.session_id OPERATOR(pg_catalog.=) $1"
-	"         ORDER BY e.idx FOR UPDATE) l",
-	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
+	.name = "retire.lock_events",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
+				"SELECT pg_catalog.count(*) AS events,"
+				"       pg_catalog.count(*) FILTER (WHERE l.unfinished) AS unfinished,"
+				"       pg_catalog.max(l.idx) AS max_index, pg_catalog.max(l.created_at) AS last_created_at"
+				"  FROM (SELECT e.idx, e.created_at,"
+				"               e.processed_at IS NULL AND e.failed_at IS NULL AS unfinished"
+				"          FROM @extschema@.a2_events e WHERE e.session_id OPERATOR(pg_catalog.=) $1"
+				"         ORDER BY e.idx FOR UPDATE) l"),
+	},
+	.nparams = 1, .params = {A2_PARAM("session_id", TEXTOID)},
+	.session_param = 1,
+	.columns = A2_COLUMNS("events", "unfinished", "max_index", "last_created_at")
 };
 
 /*
@@ -61,29 +77,43 @@ static A2Statement lock_events = {
  * when it has no events).  Returns events deleted, snapshot rows deleted
  * (heads and history) and the mark now stored.
  */
+enum
+{
+	DELETE_SESSION_EVENTS = 1,
+	DELETE_SESSION_SNAPSHOTS,
+	DELETE_SESSION_LAST_INDEX
+};
+
 static A2Statement delete_session = {
-	.sql = "WITH ev AS (DELETE FROM @extschema@.a2_events e"
-	"              WHERE e.session_id OPERATOR(pg_catalog.=) $1 RETURNING 1),"
-	" pins AS (DELETE FROM @extschema@.a2_snapshot_pins p"
-	"              WHERE p.session_id OPERATOR(pg_catalog.=) $1 RETURNING 1),"
-	" heads AS (DELETE FROM @extschema@.a2_snapshots s"
-	"              WHERE s.session_id OPERATOR(pg_catalog.=) $1 RETURNING 1),"
-	" hist AS (DELETE FROM @extschema@.a2_snapshot_history h"
-	"              WHERE h.session_id OPERATOR(pg_catalog.=) $1 RETURNING 1),"
-	" mark AS (INSERT INTO @extschema@.a2_retired_sessions AS r"
-	"              (session_id, last_index, retired_at)"
-	"          SELECT $1, $2, $3 WHERE $2 IS NOT NULL"
-	"          ON CONFLICT (session_id) DO UPDATE"
-	"             SET last_index = GREATEST(r.last_index, EXCLUDED.last_index),"
-	"                 retired_at = EXCLUDED.retired_at"
-	"          RETURNING r.last_index)"
-	" SELECT (SELECT pg_catalog.count(*) FROM ev),"
-	"        (SELECT pg_catalog.count(*) FROM heads)"
-	"          OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM hist),"
-	"        COALESCE((SELECT m.last_index FROM mark m),"
-	"                 (SELECT o.last_index FROM @extschema@.a2_retired_sessions o"
-	"                   WHERE o.session_id OPERATOR(pg_catalog.=) $1))",
-	.session_param = 1, .nargs = 3, .argtypes = {TEXTOID, INT8OID, INT8OID}
+	.name = "retire.delete_session",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_2,
+				"WITH ev AS (DELETE FROM @extschema@.a2_events e"
+				"              WHERE e.session_id OPERATOR(pg_catalog.=) $1 RETURNING 1),"
+				" pins AS (DELETE FROM @extschema@.a2_snapshot_pins p"
+				"              WHERE p.session_id OPERATOR(pg_catalog.=) $1 RETURNING 1),"
+				" heads AS (DELETE FROM @extschema@.a2_snapshots s"
+				"              WHERE s.session_id OPERATOR(pg_catalog.=) $1 RETURNING 1),"
+				" hist AS (DELETE FROM @extschema@.a2_snapshot_history h"
+				"              WHERE h.session_id OPERATOR(pg_catalog.=) $1 RETURNING 1),"
+				" mark AS (INSERT INTO @extschema@.a2_retired_sessions AS r"
+				"              (session_id, last_index, retired_at)"
+				"          SELECT $1, $2, $3 WHERE $2 IS NOT NULL"
+				"          ON CONFLICT (session_id) DO UPDATE"
+				"             SET last_index = GREATEST(r.last_index, EXCLUDED.last_index),"
+				"                 retired_at = EXCLUDED.retired_at"
+				"          RETURNING r.last_index)"
+				" SELECT (SELECT pg_catalog.count(*) FROM ev) AS events,"
+				"        (SELECT pg_catalog.count(*) FROM heads)"
+				"          OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM hist) AS snapshots,"
+				"        COALESCE((SELECT m.last_index FROM mark m),"
+				"                 (SELECT o.last_index FROM @extschema@.a2_retired_sessions o"
+				"                   WHERE o.session_id OPERATOR(pg_catalog.=) $1)) AS last_index"),
+	},
+	.nparams = 3,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("last_index", INT8OID),
+	A2_PARAM("now", INT8OID)},
+	.session_param = 1, .columns = A2_COLUMNS("events", "snapshots", "last_index")
 };
 
 /*
@@ -92,35 +122,43 @@ static A2Statement delete_session = {
  * unfinished event (a2_events_unprocessed) whose last event is older than
  * the cutoff.  The walk is lazy: it stops once $2 candidates are found.
  */
+/*
+ * Distributed mode: grouped by the distribution column, so each shard
+ * answers for its own sessions (reading all their events) and the
+ * coordinator merges; the last event is the one with the greatest index.
+ */
 static A2Statement finished_candidates = {
-	.sql = "WITH RECURSIVE walk(sid) AS ("
-	"  SELECT (SELECT e.session_id FROM @extschema@.a2_events e"
-	"           ORDER BY e.session_id LIMIT 1)"
-	"  UNION ALL"
-	"  SELECT (SELECT e.session_id FROM @extschema@.a2_events e"
-	"           WHERE e.session_id OPERATOR(pg_catalog.>) w.sid ORDER BY e.session_id LIMIT 1)"
-	"    FROM walk w WHERE w.sid IS NOT NULL"
-	")"
-	" SELECT w.sid FROM walk w"
-	"  WHERE w.sid IS NOT NULL"
-	"    AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_events u"
-	"                     WHERE u.session_id OPERATOR(pg_catalog.=) w.sid AND u.processed_at IS NULL"
-	"                       AND u.failed_at IS NULL)"
-	"    AND (SELECT l.created_at FROM @extschema@.a2_events l"
-	"          WHERE l.session_id OPERATOR(pg_catalog.=) w.sid ORDER BY l.idx DESC LIMIT 1) OPERATOR(pg_catalog.<=) $1"
-	"  LIMIT $2",
-	/*
-	 * Distributed mode: grouped by the distribution column, so each shard
-	 * answers for its own sessions (reading all their events) and the
-	 * coordinator merges; the last event is the one with the greatest index.
-	 */
-	.dist_sql = "SELECT e.session_id FROM @extschema@.a2_events e"
-	" GROUP BY e.session_id"
-	" HAVING pg_catalog.bool_and(e.processed_at IS NOT NULL OR e.failed_at IS NOT NULL)"
-	"    AND (pg_catalog.array_agg(e.created_at ORDER BY e.idx DESC))[1] OPERATOR(pg_catalog.<=) $1"
-	" ORDER BY e.session_id LIMIT $2",
-	.nargs = 2, .argtypes = {INT8OID, INT8OID}
+	.name = "retire.finished_candidates",
+	.texts = {
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1,
+				"WITH RECURSIVE walk(sid) AS ("
+				"  SELECT (SELECT e.session_id FROM @extschema@.a2_events e"
+				"           ORDER BY e.session_id LIMIT 1)"
+				"  UNION ALL"
+				"  SELECT (SELECT e.session_id FROM @extschema@.a2_events e"
+				"           WHERE e.session_id OPERATOR(pg_catalog.>) w.sid ORDER BY e.session_id LIMIT 1)"
+				"    FROM walk w WHERE w.sid IS NOT NULL"
+				")"
+				" SELECT w.sid AS session_id FROM walk w"
+				"  WHERE w.sid IS NOT NULL"
+				"    AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_events u"
+				"                     WHERE u.session_id OPERATOR(pg_catalog.=) w.sid AND u.processed_at IS NULL"
+				"                       AND u.failed_at IS NULL)"
+				"    AND (SELECT l.created_at FROM @extschema@.a2_events l"
+				"          WHERE l.session_id OPERATOR(pg_catalog.=) w.sid ORDER BY l.idx DESC LIMIT 1) OPERATOR(pg_catalog.<=) $1"
+				"  LIMIT $2"),
+		A2_TEXT(A2_ROUTED, A2_OBJECTS_0_1,
+				"SELECT e.session_id FROM @extschema@.a2_events e"
+				" GROUP BY e.session_id"
+				" HAVING pg_catalog.bool_and(e.processed_at IS NOT NULL OR e.failed_at IS NOT NULL)"
+				"    AND (pg_catalog.array_agg(e.created_at ORDER BY e.idx DESC))[1] OPERATOR(pg_catalog.<=) $1"
+				" ORDER BY e.session_id LIMIT $2"),
+	},
+	.nparams = 2, .params = {A2_PARAM("cutoff", INT8OID), A2_PARAM("max_sessions", INT8OID)},
+	.columns = A2_COLUMNS("session_id")
 };
+
+A2_STATEMENT_GROUP(retire, &lock_events, &delete_session, &finished_candidates);
 
 typedef struct DropOutcome
 {
@@ -142,25 +180,28 @@ static void
 drop_locked(const char *session_id, bool force, int64 cutoff_ms,
 			int64 now_ms, DropOutcome *out)
 {
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	A2Args		a;
 	int64		unfinished;
 	bool		isnull;
 	Datum		max_idx;
 
 	memset(out, 0, sizeof(*out));
-	values[0] = CStringGetTextDatum(session_id);
-	a2_exec_latest(&lock_events, values, NULL, SPI_OK_SELECT);
-	unfinished = a2_col_int64(0, 2);
-	max_idx = a2_col(0, 3, &isnull);
+	a2_args_init(&a, &lock_events);
+	a2_bind_text(&a, 1, session_id);
+	a2_exec_latest(&a, SPI_OK_SELECT);
+	unfinished = a2_col_int64(0, LOCK_EVENTS_UNFINISHED);
+	max_idx = a2_col(0, LOCK_EVENTS_MAX_INDEX, &isnull);
+	a2_args_init(&a, &delete_session);
+	a2_bind_text(&a, 1, session_id);
 	if (isnull)
-		nulls[1] = 'n';
-	values[1] = max_idx;
+		a2_bind_null(&a, 2);
+	else
+		a2_bind(&a, 2, INT8OID, max_idx);
 
 	if (cutoff_ms >= 0)
 	{
 		bool		last_isnull;
-		int64		last_at = DatumGetInt64(a2_col(0, 4, &last_isnull));
+		int64		last_at = DatumGetInt64(a2_col(0, LOCK_EVENTS_LAST_CREATED_AT, &last_isnull));
 
 		if (unfinished > 0 || last_isnull || last_at > cutoff_ms)
 		{
@@ -176,12 +217,12 @@ drop_locked(const char *session_id, bool force, int64 cutoff_ms,
 						   unfinished),
 				 errhint("Complete or fail them first, or call a2_drop_session with force => true.")));
 
-	values[2] = Int64GetDatum(now_ms);
-	a2_exec_latest(&delete_session, values, nulls, SPI_OK_SELECT);
-	out->events = a2_col_int64(0, 1);
-	out->snapshots = a2_col_int64(0, 2);
+	a2_bind_int8(&a, 3, now_ms);
+	a2_exec_latest(&a, SPI_OK_SELECT);
+	out->events = a2_col_int64(0, DELETE_SESSION_EVENTS);
+	out->snapshots = a2_col_int64(0, DELETE_SESSION_SNAPSHOTS);
 	out->dropped = out->events > 0 || out->snapshots > 0;
-	max_idx = a2_col(0, 3, &isnull);
+	max_idx = a2_col(0, DELETE_SESSION_LAST_INDEX, &isnull);
 	out->has_last_index = !isnull;
 	out->last_index = isnull ? 0 : DatumGetInt64(max_idx);
 }
@@ -190,13 +231,13 @@ static Jsonb *
 drop_session(const char *session_id, bool force)
 {
 	int64		now_ms = a2_clock_now_ms();
-	MemoryContext caller;
+	A2Call		call;
 	DropOutcome out;
 	A2Json		js = NULL;
 	Jsonb	   *result;
 
 	a2_lock_session(session_id);
-	caller = a2_spi_begin();
+	a2_call_begin(&call, session_id);
 	drop_locked(session_id, force, -1, now_ms, &out);
 
 	a2j_begin_object(&js, NULL);
@@ -208,8 +249,8 @@ drop_session(const char *session_id, bool force)
 		a2j_int(&js, "lastIndex", out.last_index);
 	else
 		a2j_null(&js, "lastIndex");
-	result = a2j_finish(a2j_end_object(&js), caller);
-	a2_spi_end();
+	result = a2j_finish(a2j_end_object(&js), call.caller);
+	a2_call_end(&call);
 	return result;
 }
 
@@ -229,7 +270,8 @@ drop_finished_sessions(int64 idle_ms, int max_sessions)
 {
 	int64		now_ms = a2_clock_now_ms();
 	int64		cutoff_ms;
-	Datum		values[2];
+	A2Call		call;
+	A2Args		a;
 	uint64		n;
 	char	  **ids;
 	int64		dropped = 0;
@@ -238,10 +280,11 @@ drop_finished_sessions(int64 idle_ms, int max_sessions)
 	if (pg_sub_s64_overflow(now_ms, idle_ms, &cutoff_ms) || cutoff_ms < 0)
 		return 0;
 
-	a2_spi_begin();
-	values[0] = Int64GetDatum(cutoff_ms);
-	values[1] = Int64GetDatum(max_sessions);
-	n = a2_exec(&finished_candidates, values, NULL, true, SPI_OK_SELECT);
+	a2_call_begin(&call, NULL);
+	a2_args_init(&a, &finished_candidates);
+	a2_bind_int8(&a, 1, cutoff_ms);
+	a2_bind_int8(&a, 2, max_sessions);
+	n = a2_exec(&a, true, SPI_OK_SELECT);
 	/* copied out: the next statements replace SPI_tuptable */
 	ids = palloc(sizeof(char *) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)
@@ -258,7 +301,7 @@ drop_finished_sessions(int64 idle_ms, int max_sessions)
 		if (out.dropped)
 			dropped++;
 	}
-	a2_spi_end();
+	a2_call_end(&call);
 	return dropped;
 }
 

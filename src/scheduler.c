@@ -82,10 +82,12 @@
 #include "utils/wait_event.h"
 
 #include "a2.h"
+#include "call.h"
 #include "clock.h"
 #include "notify.h"
 #include "scheduler.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 
 /* databases with a scheduler slot; more are served as slots free up */
 #define A2_SCHED_MAX_DBS		64
@@ -411,26 +413,40 @@ a2_sched_launcher_main(Datum arg)
 /* --- a database's scheduler ----------------------------------------- */
 
 static A2Statement due_events = {
-	.sql = "SELECT e.session_id, e.idx, e.not_before FROM @extschema@.a2_events e"
-	" WHERE e.not_before IS NOT NULL AND e.processed_at IS NULL AND e.failed_at IS NULL"
-	"   AND e.not_before OPERATOR(pg_catalog.>) $1 AND e.not_before OPERATOR(pg_catalog.<=) $2"
-	" ORDER BY e.not_before LIMIT " CppAsString2(A2_SCHED_BATCH),
-	.nargs = 2, .argtypes = {INT8OID, INT8OID}
+	.name = "scheduler.due_events",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1,
+				"SELECT e.session_id, e.idx, e.not_before FROM @extschema@.a2_events e"
+				" WHERE e.not_before IS NOT NULL AND e.processed_at IS NULL AND e.failed_at IS NULL"
+				"   AND e.not_before OPERATOR(pg_catalog.>) $1 AND e.not_before OPERATOR(pg_catalog.<=) $2"
+				" ORDER BY e.not_before LIMIT " CppAsString2(A2_SCHED_BATCH)),
+	},
+	.nparams = 2, .params = {A2_PARAM("after", INT8OID), A2_PARAM("through", INT8OID)},
 };
 
 static A2Statement next_due = {
-	.sql = "SELECT e.not_before FROM @extschema@.a2_events e"
-	" WHERE e.not_before IS NOT NULL AND e.processed_at IS NULL AND e.failed_at IS NULL"
-	"   AND e.not_before OPERATOR(pg_catalog.>) $1"
-	" ORDER BY e.not_before LIMIT 1",
-	.nargs = 1, .argtypes = {INT8OID}
+	.name = "scheduler.next_due",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1,
+				"SELECT e.not_before FROM @extschema@.a2_events e"
+				" WHERE e.not_before IS NOT NULL AND e.processed_at IS NULL AND e.failed_at IS NULL"
+				"   AND e.not_before OPERATOR(pg_catalog.>) $1"
+				" ORDER BY e.not_before LIMIT 1"),
+	},
+	.nparams = 1, .params = {A2_PARAM("after", INT8OID)},
 };
 
 static A2Statement prepared_here = {
-	.sql = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_xacts p"
-	"                WHERE p.database OPERATOR(pg_catalog.=) pg_catalog.current_database())",
-	.nargs = 0
+	.name = "scheduler.prepared_here",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1,
+				"SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_xacts p"
+				"                WHERE p.database OPERATOR(pg_catalog.=) pg_catalog.current_database())"),
+	},
+	.nparams = 0,
 };
+
+A2_STATEMENT_GROUP(scheduler, &due_events, &next_due, &prepared_here);
 
 typedef struct PassResult
 {
@@ -448,6 +464,7 @@ typedef struct PassResult
 static PassResult
 scheduler_pass(int64 *through)
 {
+	A2Call		call;
 	PassResult	res = {false, false, false, false, -1};
 	LOCKTAG		dbtag;
 	int64		now = a2_wall_clock_ms();
@@ -474,17 +491,17 @@ scheduler_pass(int64 *through)
 
 	if (!OidIsValid(get_extension_oid("a2", true)))
 		goto done;
-	a2_spi_begin();
+	a2_call_begin(&call, NULL);
 	if (!a2_has_not_before())
 	{
-		a2_spi_end();
+		a2_call_end(&call);
 		goto done;
 	}
 	res.installed = true;
 
 	args[0] = Int64GetDatum(*through);
 	args[1] = Int64GetDatum(now);
-	n = a2_exec(&due_events, args, NULL, true, SPI_OK_SELECT);
+	n = a2_exec_values(&due_events, args, NULL, 2, true, SPI_OK_SELECT);
 	initStringInfo(&payload);
 	for (uint64 r = 0; r < n; r++)
 	{
@@ -501,11 +518,11 @@ scheduler_pass(int64 *through)
 		*through = now;
 
 	args[0] = Int64GetDatum(*through);
-	if (a2_exec(&next_due, args, NULL, true, SPI_OK_SELECT) > 0)
+	if (a2_exec_values(&next_due, args, NULL, 1, true, SPI_OK_SELECT) > 0)
 		res.next_due = a2_col_int64(0, 1);
-	a2_exec(&prepared_here, NULL, NULL, true, SPI_OK_SELECT);
+	a2_exec_values(&prepared_here, NULL, NULL, 0, true, SPI_OK_SELECT);
 	res.prepared = a2_col_bool(0, 1);
-	a2_spi_end();
+	a2_call_end(&call);
 
 done:
 	PopActiveSnapshot();

@@ -14,21 +14,32 @@
 #include "utils/builtins.h"
 
 #include "session.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 
 static A2Statement session_pending = {
-	.sql = "SELECT EXISTS (SELECT 1 FROM @extschema@.a2_events e"
-	"                WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL)",
-	.session_param = 1, .nargs = 1, .argtypes = {TEXTOID}
+	.name = "session.pending",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
+				"SELECT EXISTS (SELECT 1 FROM @extschema@.a2_events e"
+				"                WHERE e.session_id OPERATOR(pg_catalog.=) $1"
+				"                  AND e.processed_at IS NULL) AS pending"),
+	},
+	.nparams = 1, .params = {A2_PARAM("session_id", TEXTOID)},
+	.session_param = 1, .columns = A2_COLUMNS("pending")
 };
+
+A2_STATEMENT_GROUP(session, &session_pending);
 
 bool
 a2_session_has_pending(const char *session_id)
 {
-	Datum		values[1] = {CStringGetTextDatum(session_id)};
+	A2Args		a;
 
-	a2_exec_latest(&session_pending, values, NULL, SPI_OK_SELECT);
-	return a2_col_bool(0, 1);
+	a2_args_init(&a, &session_pending);
+	a2_bind_text(&a, 1, session_id);
+	a2_exec_latest(&a, SPI_OK_SELECT);
+	return a2_col_bool(0, 1);	/* pending */
 }
 
 typedef struct LaneSlot

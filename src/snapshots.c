@@ -31,61 +31,95 @@
 #include "utils/jsonb.h"
 
 #include "a2.h"
+#include "call.h"
 #include "clock.h"
 #include "layer.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_put_snapshots);
 
 static A2Statement lock_unfinished = {
-	.sql = "SELECT e.idx FROM @extschema@.a2_events e"
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
-	"   AND e.processed_at IS NULL AND e.failed_at IS NULL"
-	" ORDER BY e.idx FOR SHARE",
-	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8ARRAYOID}
+	.name = "snapshots.lock_unfinished",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1,
+				"SELECT e.idx FROM @extschema@.a2_events e"
+				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
+				"   AND e.processed_at IS NULL AND e.failed_at IS NULL"
+				" ORDER BY e.idx FOR SHARE"),
+	},
+	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("pin_event_indexes", INT8ARRAYOID)},
+	.session_param = 1,
 };
 
 static A2Statement lock_head = {
-	.sql = "SELECT s.up_to_index FROM @extschema@.a2_snapshots s"
-	" WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2 FOR UPDATE",
-	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, TEXTOID}
+	.name = "snapshots.lock_head",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1,
+				"SELECT s.up_to_index FROM @extschema@.a2_snapshots s"
+				" WHERE s.session_id OPERATOR(pg_catalog.=) $1 AND s.reducer_name OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
+	},
+	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID)},
+	.session_param = 1,
 };
 
 
 static A2Statement is_pinned = {
-	.sql = "SELECT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p"
-	"  WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.reducer_name OPERATOR(pg_catalog.=) $2 AND p.up_to_index OPERATOR(pg_catalog.=) $3)",
-	.session_param = 1, .nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
+	.name = "snapshots.is_pinned",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1,
+				"SELECT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p"
+				"  WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.reducer_name OPERATOR(pg_catalog.=) $2 AND p.up_to_index OPERATOR(pg_catalog.=) $3)"),
+	},
+	.nparams = 3, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID), A2_PARAM("up_to_index", INT8OID)},
+	.session_param = 1,
 };
 
 
 /* the guard keeps a slower TypeScript writer from moving the head back */
 static A2Statement put_head = {
-	.sql = "INSERT INTO @extschema@.a2_snapshots AS s"
-	"  (session_id, reducer_name, up_to_index, state, updated_at)"
-	" VALUES ($1, $2, $3, $4, $5)"
-	" ON CONFLICT (session_id, reducer_name) DO UPDATE"
-	"   SET up_to_index = excluded.up_to_index, state = excluded.state,"
-	"       updated_at = excluded.updated_at"
-	"   WHERE excluded.up_to_index OPERATOR(pg_catalog.>=) s.up_to_index",
-	.session_param = 1, .nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
+	.name = "snapshots.put_head",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1,
+				"INSERT INTO @extschema@.a2_snapshots AS s"
+				"  (session_id, reducer_name, up_to_index, state, updated_at)"
+				" VALUES ($1, $2, $3, $4, $5)"
+				" ON CONFLICT (session_id, reducer_name) DO UPDATE"
+				"   SET up_to_index = excluded.up_to_index, state = excluded.state,"
+				"       updated_at = excluded.updated_at"
+				"   WHERE excluded.up_to_index OPERATOR(pg_catalog.>=) s.up_to_index"),
+	},
+	.nparams = 5, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID), A2_PARAM("up_to_index", INT8OID), A2_PARAM("state", JSONBOID), A2_PARAM("now", INT8OID)},
+	.session_param = 1,
 };
 
 static A2Statement put_history = {
-	.sql = "INSERT INTO @extschema@.a2_snapshot_history"
-	"  (session_id, reducer_name, up_to_index, state, updated_at)"
-	" VALUES ($1, $2, $3, $4, $5)"
-	" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
-	"   SET state = excluded.state, updated_at = excluded.updated_at",
-	.session_param = 1, .nargs = 5, .argtypes = {TEXTOID, TEXTOID, INT8OID, JSONBOID, INT8OID}
+	.name = "snapshots.put_history",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1,
+				"INSERT INTO @extschema@.a2_snapshot_history"
+				"  (session_id, reducer_name, up_to_index, state, updated_at)"
+				" VALUES ($1, $2, $3, $4, $5)"
+				" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
+				"   SET state = excluded.state, updated_at = excluded.updated_at"),
+	},
+	.nparams = 5, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID), A2_PARAM("up_to_index", INT8OID), A2_PARAM("state", JSONBOID), A2_PARAM("now", INT8OID)},
+	.session_param = 1,
 };
 
 static A2Statement drop_history_at = {
-	.sql = "DELETE FROM @extschema@.a2_snapshot_history h"
-	" WHERE h.session_id OPERATOR(pg_catalog.=) $1 AND h.reducer_name OPERATOR(pg_catalog.=) $2 AND h.up_to_index OPERATOR(pg_catalog.=) $3",
-	.session_param = 1, .nargs = 3, .argtypes = {TEXTOID, TEXTOID, INT8OID}
+	.name = "snapshots.drop_history_at",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1,
+				"DELETE FROM @extschema@.a2_snapshot_history h"
+				" WHERE h.session_id OPERATOR(pg_catalog.=) $1 AND h.reducer_name OPERATOR(pg_catalog.=) $2 AND h.up_to_index OPERATOR(pg_catalog.=) $3"),
+	},
+	.nparams = 3, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID), A2_PARAM("up_to_index", INT8OID)},
+	.session_param = 1,
 };
+
+A2_STATEMENT_GROUP(snapshots, &lock_unfinished, &lock_head, &is_pinned, &put_head, &put_history, &drop_history_at);
 
 
 typedef struct SnapshotWrite
@@ -203,7 +237,7 @@ lock_pinned_events(PutContext *ctx)
 
 	values[0] = CStringGetTextDatum(ctx->session_id);
 	values[1] = a2_int8_array(all, NULL, total);
-	n = a2_exec_latest(&lock_unfinished, values, NULL, SPI_OK_SELECT);
+	n = a2_exec_values_latest(&lock_unfinished, values, NULL, 2, SPI_OK_SELECT);
 	ctx->unfinished = palloc(sizeof(int64) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)
 		ctx->unfinished[ctx->nunfinished++] = a2_col_int64(r, 1);
@@ -235,25 +269,26 @@ pinned(PutContext *ctx, int64 index)
 	values[0] = CStringGetTextDatum(ctx->session_id);
 	values[1] = CStringGetTextDatum(ctx->reducer);
 	values[2] = Int64GetDatum(index);
-	a2_exec_latest(&is_pinned, values, NULL, SPI_OK_SELECT);
+	a2_exec_values_latest(&is_pinned, values, NULL, 3, SPI_OK_SELECT);
 	return a2_col_bool(0, 1);
 }
 
 static void
 put_snapshots(PutContext *ctx)
 {
+	A2Call		call;
 	Datum		values[5];
 	bool		has_head;
 	int64		head = 0;
 
-	a2_spi_begin();
+	a2_call_begin(&call, NULL);
 	a2_lock_session(ctx->session_id);
 	lock_pinned_events(ctx);	/* ctx->unfinished arrives sorted by idx */
 	qsort(ctx->writes, ctx->count, sizeof(SnapshotWrite), cmp_write);
 
 	values[0] = CStringGetTextDatum(ctx->session_id);
 	values[1] = CStringGetTextDatum(ctx->reducer);
-	has_head = a2_exec_latest(&lock_head, values, NULL, SPI_OK_SELECT) > 0;
+	has_head = a2_exec_values_latest(&lock_head, values, NULL, 2, SPI_OK_SELECT) > 0;
 	if (has_head)
 		head = a2_col_int64(0, 1);
 
@@ -271,15 +306,15 @@ put_snapshots(PutContext *ctx)
 			{
 				a2_layer()->head_to_history(ctx->session_id, ctx->reducer);
 			}
-			a2_exec_latest(&put_head, values, NULL, SPI_OK_INSERT);
-			a2_exec_latest(&drop_history_at, values, NULL, SPI_OK_DELETE);
+			a2_exec_values_latest(&put_head, values, NULL, 5, SPI_OK_INSERT);
+			a2_exec_values_latest(&drop_history_at, values, NULL, 3, SPI_OK_DELETE);
 			has_head = true;
 			head = w->index;
 		}
 		else if (pinned(ctx, w->index))
-			a2_exec_latest(&put_history, values, NULL, SPI_OK_INSERT);
+			a2_exec_values_latest(&put_history, values, NULL, 5, SPI_OK_INSERT);
 	}
-	a2_spi_end();
+	a2_call_end(&call);
 }
 
 Datum

@@ -29,9 +29,11 @@
 #include "utils/jsonb.h"
 
 #include "a2.h"
+#include "call.h"
 #include "json_out.h"
 #include "layer.h"
-#include "spi_plans.h"
+#include "spi_util.h"
+#include "statements.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_read_state);
@@ -129,11 +131,12 @@ emit_results(uint64 n, void *arg)
 static Jsonb *
 read_state_results(A2StateRequests *req, const char *reducer, bool single)
 {
-	MemoryContext caller = a2_spi_begin();
+	A2Call		call;
 	A2Json		js = NULL;
 	JsonbValue *root;
 	Jsonb	   *result;
 
+	a2_call_begin(&call, NULL);
 	a2j_begin_array(&js, NULL);
 	run_requests(req, reducer, &js);
 	root = a2j_end_array(&js);
@@ -142,8 +145,8 @@ read_state_results(A2StateRequests *req, const char *reducer, bool single)
 		/* the one element of the array */
 		root = &root->val.array.elems[0];
 	}
-	result = a2j_finish(root, caller);
-	a2_spi_end();
+	result = a2j_finish(root, call.caller);
+	a2_call_end(&call);
 	return result;
 }
 

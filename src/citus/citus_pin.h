@@ -1,22 +1,23 @@
 /*-------------------------------------------------------------------------
  *
- * dist_pin.h
- *	  The distributed layer's pinning (distributed.c): a session whose
+ * citus_pin.h
+ *	  The distributed layer's pinning (citus_layer.c): a session whose
  *	  shard group this node holds is pinned to it for the rest of the
- *	  transaction (shard_pin.h keeps the pins; spi_plans.c then runs the
- *	  session's statements on the shard tables).
+ *	  transaction (citus_shards.h keeps the pins; statements.c then runs
+ *	  the session's statements that have a shard text on the shard
+ *	  tables).
  *
  *	  Lock order: Citus's shard-metadata lock on the session's group
  *	  (shared, as every Citus write takes it), before anything of the
  *	  session; layer.h's order after it.
  *
  * IDENTIFICATION
- *	  src/dist_pin.h
+ *	  src/citus/citus_pin.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef A2_DIST_PIN_H
-#define A2_DIST_PIN_H
+#ifndef A2_CITUS_PIN_H
+#define A2_CITUS_PIN_H
 
 /*
  * Statement text: placement p is active and on this node (Citus's
@@ -29,8 +30,8 @@
 /*
  * Pin session (a text Datum; session_id the same id) when this node holds
  * the active placement of its shard group; else leave it unpinned.  Inside
- * a2_spi_begin/end.
+ * an SPI connection.
  */
 extern void a2_pin_local_shard(Datum session, const char *session_id);
 
-#endif							/* A2_DIST_PIN_H */
+#endif							/* A2_CITUS_PIN_H */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * pins.c
+ * snapshot_pins.c
  *	  Releasing snapshot pins when an event finishes.
  *
  *	  A pin (a2_snapshot_pins) keeps a historical checkpoint alive while its
@@ -11,7 +11,7 @@
  *	  outer NOT EXISTS ignores this event's pins explicitly.
  *
  * IDENTIFICATION
- *	  src/pins.c
+ *	  src/snapshot_pins.c
  *
  *-------------------------------------------------------------------------
  */
@@ -20,20 +20,28 @@
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 
-#include "pins.h"
-#include "spi_plans.h"
+#include "snapshot_pins.h"
+#include "spi_util.h"
+#include "statements.h"
 
 static A2Statement release_pins = {
-	.sql = "WITH " A2_RELEASE_PINS_SQL,
-	.session_param = 1, .nargs = 2, .argtypes = {TEXTOID, INT8OID}
+	.name = "snapshot_pins.release",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, "WITH " A2_RELEASE_PINS_SQL),
+	},
+	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID)},
+	.session_param = 1
 };
+
+A2_STATEMENT_GROUP(snapshot_pins, &release_pins);
 
 void
 a2_release_pins(const char *session_id, int64 event_index)
 {
-	Datum		values[2];
+	A2Args		a;
 
-	values[0] = CStringGetTextDatum(session_id);
-	values[1] = Int64GetDatum(event_index);
-	a2_exec_latest(&release_pins, values, NULL, SPI_OK_DELETE);
+	a2_args_init(&a, &release_pins);
+	a2_bind_text(&a, 1, session_id);
+	a2_bind_int8(&a, 2, event_index);
+	a2_exec_latest(&a, SPI_OK_DELETE);
 }

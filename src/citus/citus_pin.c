@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
- * dist_pin.c
- *	  Pinning a session to this node's shard group (dist_pin.h).
+ * citus_pin.c
+ *	  Pinning a session to this node's shard group (citus_pin.h).
  *
  *	  Where a call runs on the node that holds the session's shards (every
  *	  delegated call, a client connected to that worker, a2_claim_next on
@@ -17,7 +17,7 @@
  *	  keeps the shards here for every later statement.
  *
  * IDENTIFICATION
- *	  src/dist_pin.c
+ *	  src/citus/citus_pin.c
  *
  *-------------------------------------------------------------------------
  */
@@ -35,21 +35,39 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
-#include "dist_pin.h"
-#include "shard_pin.h"
-#include "spi_plans.h"
+#include "citus/citus_pin.h"
+#include "citus/citus_shards.h"
+#include "spi_util.h"
+#include "statements.h"
+
+/*
+ * Statements (statements.h): the catalog reads serve local mode, a kept
+ * generic plan, and name no a2 object, so they serve any installed
+ * objects; claim_shard goes through Citus (routed mode), which is its
+ * point, and names a2_session_locks (0.2.0, with a2_distribute()).
+ */
 
 /*
  * The shard of a2_events ($1) that holds session $2, and whether this node
  * holds its active placement: a local catalog read (Citus's metadata is on
  * every node), kept as a generic plan.
  */
+enum
+{
+	SESSION_SHARD_SHARDID = 1,
+	SESSION_SHARD_PLACEMENT_HERE
+};
+
 static A2Statement lock_shard = {
-	.sql = "SELECT s.shardid, EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p"
-	"         WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid AND " A2_PLACEMENT_HERE("p") ")"
-	"  FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) AS shardid) s",
-	.local_only = true,
-	.nargs = 2, .argtypes = {REGCLASSOID, TEXTOID}
+	.name = "citus_pin.session_shard",
+	.texts = {
+		A2_TEXT(A2_LOCAL, A2_OBJECTS_0_1,
+				"SELECT s.shardid, EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p"
+				"         WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid AND " A2_PLACEMENT_HERE("p") ") AS placement_here"
+				"  FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) AS shardid) s"),
+	},
+	.nparams = 2, .params = {A2_PARAM("events_table", REGCLASSOID), A2_PARAM("session_id", TEXTOID)},
+	.columns = A2_COLUMNS("shardid", "placement_here")
 };
 
 /*
@@ -65,18 +83,31 @@ static A2Statement lock_shard = {
  * pinned statements wrote.
  */
 static A2Statement claim_shard = {
-	.sql = "UPDATE @extschema@.a2_session_locks l SET session_id = l.session_id"
-	" WHERE l.session_id OPERATOR(pg_catalog.=) $1"
-	"   AND l.ctid OPERATOR(pg_catalog.=) '(0,0)'::pg_catalog.tid",
-	.nargs = 1, .argtypes = {TEXTOID}
+	.name = "citus_pin.claim_shard",
+	.texts = {
+		A2_TEXT(A2_ROUTED, A2_OBJECTS_0_2,
+				"UPDATE @extschema@.a2_session_locks l SET session_id = l.session_id"
+				" WHERE l.session_id OPERATOR(pg_catalog.=) $1"
+				"   AND l.ctid OPERATOR(pg_catalog.=) '(0,0)'::pg_catalog.tid"),
+	},
+	.nparams = 1, .params = {A2_PARAM("session_id", TEXTOID)}
 };
 
 /* shard $1's active placement is on this node (read after the lock) */
+enum
+{
+	PLACEMENT_HERE_PLACEMENT_HERE = 1
+};
+
 static A2Statement placement_here = {
-	.sql = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p"
-	"  WHERE p.shardid OPERATOR(pg_catalog.=) $1 AND " A2_PLACEMENT_HERE("p") ")",
-	.local_only = true,
-	.nargs = 1, .argtypes = {INT8OID}
+	.name = "citus_pin.placement_here",
+	.texts = {
+		A2_TEXT(A2_LOCAL, A2_OBJECTS_0_1,
+				"SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p"
+				"  WHERE p.shardid OPERATOR(pg_catalog.=) $1 AND " A2_PLACEMENT_HERE("p") ") AS placement_here"),
+	},
+	.nparams = 1, .params = {A2_PARAM("shard_id", INT8OID)},
+	.columns = A2_COLUMNS("placement_here")
 };
 
 /*
@@ -84,20 +115,32 @@ static A2Statement placement_here = {
  * extension's schema ($2) that is distributed by session_id in the same
  * colocation group and covers the same hash range.
  */
-static A2Statement shard_group = {
-	.sql = "SELECT c.relname::pg_catalog.text, s.shardid"
-	"  FROM pg_catalog.pg_dist_shard a"
-	"  JOIN pg_catalog.pg_dist_partition pa ON pa.logicalrelid OPERATOR(pg_catalog.=) a.logicalrelid"
-	"  JOIN pg_catalog.pg_dist_partition ps ON ps.colocationid OPERATOR(pg_catalog.=) pa.colocationid"
-	"  JOIN pg_catalog.pg_dist_shard s ON s.logicalrelid OPERATOR(pg_catalog.=) ps.logicalrelid"
-	"   AND s.shardminvalue OPERATOR(pg_catalog.=) a.shardminvalue"
-	"  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.logicalrelid"
-	" WHERE a.shardid OPERATOR(pg_catalog.=) $1 AND c.relnamespace OPERATOR(pg_catalog.=) $2"
-	"   AND pg_catalog.column_to_column_name(ps.logicalrelid, ps.partkey)"
-	"       OPERATOR(pg_catalog.=) 'session_id'",
-	.local_only = true,
-	.nargs = 2, .argtypes = {INT8OID, OIDOID}
+enum
+{
+	SHARD_GROUP_RELNAME = 1,
+	SHARD_GROUP_SHARDID
 };
+
+static A2Statement shard_group = {
+	.name = "citus_pin.shard_group",
+	.texts = {
+		A2_TEXT(A2_LOCAL, A2_OBJECTS_0_1,
+				"SELECT c.relname::pg_catalog.text AS relname, s.shardid"
+				"  FROM pg_catalog.pg_dist_shard a"
+				"  JOIN pg_catalog.pg_dist_partition pa ON pa.logicalrelid OPERATOR(pg_catalog.=) a.logicalrelid"
+				"  JOIN pg_catalog.pg_dist_partition ps ON ps.colocationid OPERATOR(pg_catalog.=) pa.colocationid"
+				"  JOIN pg_catalog.pg_dist_shard s ON s.logicalrelid OPERATOR(pg_catalog.=) ps.logicalrelid"
+				"   AND s.shardminvalue OPERATOR(pg_catalog.=) a.shardminvalue"
+				"  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.logicalrelid"
+				" WHERE a.shardid OPERATOR(pg_catalog.=) $1 AND c.relnamespace OPERATOR(pg_catalog.=) $2"
+				"   AND pg_catalog.column_to_column_name(ps.logicalrelid, ps.partkey)"
+				"       OPERATOR(pg_catalog.=) 'session_id'"),
+	},
+	.nparams = 2, .params = {A2_PARAM("anchor_shard_id", INT8OID), A2_PARAM("schema", OIDOID)},
+	.columns = A2_COLUMNS("relname", "shardid")
+};
+
+A2_STATEMENT_GROUP(citus_pin, &lock_shard, &claim_shard, &placement_here, &shard_group);
 
 static A2ShardSet **shard_sets = NULL;	/* in TopMemoryContext */
 static int	shard_set_count = 0;
@@ -106,7 +149,7 @@ static int	shard_set_count = 0;
 static const A2ShardSet *
 shard_set(int64 anchor)
 {
-	Datum		values[2] = {Int64GetDatum(anchor), ObjectIdGetDatum(InvalidOid)};
+	A2Args		a;
 	A2ShardSet *set;
 	MemoryContext old;
 	uint64		n;
@@ -114,8 +157,10 @@ shard_set(int64 anchor)
 	for (int i = 0; i < shard_set_count; i++)
 		if (shard_sets[i]->anchor == anchor)
 			return shard_sets[i];
-	values[1] = ObjectIdGetDatum(get_rel_namespace(a2_relid("a2_events")));
-	n = a2_exec(&shard_group, values, NULL, true, SPI_OK_SELECT);
+	a2_args_init(&a, &shard_group);
+	a2_bind_int8(&a, 1, anchor);
+	a2_bind(&a, 2, OIDOID, ObjectIdGetDatum(get_rel_namespace(a2_relid("a2_events"))));
+	n = a2_exec(&a, true, SPI_OK_SELECT);
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	set = palloc0(sizeof(A2ShardSet));
 	set->anchor = anchor;
@@ -124,8 +169,8 @@ shard_set(int64 anchor)
 	set->shardids = palloc(sizeof(int64) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)
 	{
-		set->relnames[r] = a2_col_text(r, 1);
-		set->shardids[r] = a2_col_int64(r, 2);
+		set->relnames[r] = a2_col_text(r, SHARD_GROUP_RELNAME);
+		set->shardids[r] = a2_col_int64(r, SHARD_GROUP_SHARDID);
 	}
 	if (shard_sets == NULL)
 		shard_sets = palloc(sizeof(A2ShardSet *) * 64);
@@ -192,9 +237,9 @@ lock_group_metadata(int64 shard)
  * the group, then check the placement again under it (a move may have
  * switched it since the first look; after the lock it cannot).  From then
  * on the session's statements run straight on the shard tables
- * (shard_pin.h).  Elsewhere (the coordinator; a shard that moved away)
+ * (citus_shards.h).  Elsewhere (the coordinator; a shard that moved away)
  * nothing is pinned and the statements go through Citus -- in a call
- * delegated to the shard's old node Citus refuses them, which spi_plans.c
+ * delegated to the shard's old node Citus refuses them, which statements.c
  * reports as 40001.
  *
  * The lock: in a delegated call, straight (lock_group_metadata).  In a
@@ -205,28 +250,33 @@ lock_group_metadata(int64 shard)
 void
 a2_pin_local_shard(Datum session, const char *session_id)
 {
-	Datum		values[2] = {ObjectIdGetDatum(a2_relid("a2_events")), session};
+	A2Args		a;
 	int64		anchor;
 
 	if (a2_pinned_session(session_id) != NULL)
 		return;
-	a2_exec(&lock_shard, values, NULL, true, SPI_OK_SELECT);
-	if (!a2_col_bool(0, 2))
+	a2_args_init(&a, &lock_shard);
+	a2_bind(&a, 1, REGCLASSOID, ObjectIdGetDatum(a2_relid("a2_events")));
+	a2_bind(&a, 2, TEXTOID, session);
+	a2_exec(&a, true, SPI_OK_SELECT);
+	if (!a2_col_bool(0, SESSION_SHARD_PLACEMENT_HERE))
 		return;
-	anchor = a2_col_int64(0, 1);
+	anchor = a2_col_int64(0, SESSION_SHARD_SHARDID);
 	if (!a2_shard_group_pinned(anchor))
 	{
-		Datum		shard = Int64GetDatum(anchor);
-
 		if (in_delegated_call() || a2_local_write_told())
 			lock_group_metadata(anchor);
 		else
 		{
-			a2_exec(&claim_shard, &session, NULL, false, SPI_OK_UPDATE);
+			a2_args_init(&a, &claim_shard);
+			a2_bind(&a, 1, TEXTOID, session);
+			a2_exec(&a, false, SPI_OK_UPDATE);
 			a2_tell_local_write();
 		}
-		a2_exec_latest(&placement_here, &shard, NULL, SPI_OK_SELECT);
-		if (!a2_col_bool(0, 1))
+		a2_args_init(&a, &placement_here);
+		a2_bind_int8(&a, 1, anchor);
+		a2_exec_latest(&a, SPI_OK_SELECT);
+		if (!a2_col_bool(0, PLACEMENT_HERE_PLACEMENT_HERE))
 			return;
 	}
 	a2_pin_session(session_id, shard_set(anchor));

@@ -1,16 +1,16 @@
 /*-------------------------------------------------------------------------
  *
- * pins.h
+ * snapshot_pins.h
  *	  Snapshot pin release, shared by a2_complete and a dead-lettering
  *	  a2_fail.
  *
  * IDENTIFICATION
- *	  src/pins.h
+ *	  src/snapshot_pins.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef A2_PINS_H
-#define A2_PINS_H
+#ifndef A2_SNAPSHOT_PINS_H
+#define A2_SNAPSHOT_PINS_H
 
 /*
  * Delete every pin held by event `event_index`, then every history
@@ -39,4 +39,4 @@ extern void a2_release_pins(const char *session_id, int64 event_index);
 	"                        AND p.up_to_index OPERATOR(pg_catalog.=) h.up_to_index" \
 	"                        AND p.event_index OPERATOR(pg_catalog.<>) $2)"
 
-#endif							/* A2_PINS_H */
+#endif							/* A2_SNAPSHOT_PINS_H */

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * shard_pin.c
+ * citus_shards.c
  *	  Sessions pinned to a local shard for the rest of the transaction (see
- *	  shard_pin.h), and the statement text that runs on the shard tables.
+ *	  citus_shards.h), and the statement text that runs on the shard tables.
  *
  *	  The pins live in TopTransactionContext; a transaction pins one
  *	  session or a few, so a list is searched linearly.  A subtransaction
@@ -11,7 +11,7 @@
  *	  costs the next call its pin again.
  *
  * IDENTIFICATION
- *	  src/shard_pin.c
+ *	  src/citus/citus_shards.c
  *
  *-------------------------------------------------------------------------
  */
@@ -24,7 +24,7 @@
 #include "utils/memutils.h"
 
 #include "pg_compat.h"
-#include "shard_pin.h"
+#include "citus/citus_shards.h"
 
 typedef struct Pin
 {
@@ -200,7 +200,7 @@ a2_shard_statement_text(const char *sql, const A2ShardSet *set)
 		if (shardid != 0)
 			appendStringInfo(&buf, "_" INT64_FORMAT, shardid);
 		else if (*after != '(')	/* not a function call either */
-			elog(ERROR, "statement marked session-keyed names table %s, which is not keyed by session: \"%s\"",
+			elog(ERROR, "statement with a shard text names table %s, which is not keyed by session: \"%s\"",
 				 ident, sql);
 		pfree(ident);
 	}

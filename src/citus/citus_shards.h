@@ -1,16 +1,17 @@
 /*-------------------------------------------------------------------------
  *
- * shard_pin.h
+ * citus_shards.h
  *	  Distributed mode: sessions pinned to a shard this node holds, for the
  *	  rest of the transaction.
  *
- *	  distributed.c pins a session once the transaction holds Citus's
+ *	  citus_pin.c pins a session once the transaction holds Citus's
  *	  shard-metadata lock on the session's shard group (the lock Citus's
  *	  router executor takes before a write, which a shard move waits for)
  *	  and has seen the group's active placement on this node.  Until the
- *	  transaction ends nothing can move the shard away, so spi_plans.c runs
- *	  the session's statements (A2Statement.session_param) straight on the
- *	  shard tables, as on one server, instead of through Citus's planner.
+ *	  transaction ends nothing can move the shard away, so statements.c runs
+ *	  the session's statements (those with a shard text, keyed by
+ *	  A2Statement.session_param: statements.h) straight on the shard
+ *	  tables, as on one server, instead of through Citus's planner.
  *
  *	  Pins go at transaction end and at every subtransaction abort (which
  *	  may release the locks they stand for; a later call pins again).  This
@@ -18,12 +19,12 @@
  *	  statement and calls nothing else of a2.
  *
  * IDENTIFICATION
- *	  src/shard_pin.h
+ *	  src/citus/citus_shards.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef A2_SHARD_PIN_H
-#define A2_SHARD_PIN_H
+#ifndef A2_CITUS_SHARDS_H
+#define A2_CITUS_SHARDS_H
 
 /*
  * One shard group: the shard of each session-keyed table (a2_events,
@@ -49,7 +50,7 @@ extern const A2ShardSet *a2_pinned_session_datum(Datum session_text);
 extern bool a2_shard_group_pinned(int64 anchor);
 
 /*
- * Citus ran a write on a local shard for this transaction (dist_pin.c's
+ * Citus ran a write on a local shard for this transaction (citus_pin.c's
  * claim_shard), so it knows the transaction wrote here: what a2 writes
  * after it needs no other Citus statement to say so.  Forgotten with the
  * pins.
@@ -63,8 +64,8 @@ extern int64 a2_shard_of(const A2ShardSet *set, const char *relname);
 /*
  * Statement text with every @extschema@.<table> of the set replaced by
  * that table's shard; palloc'd.  A table that is not in the set is an
- * error: the statement was marked session-keyed by mistake.
+ * error: the statement was given a shard text by mistake.
  */
 extern char *a2_shard_statement_text(const char *sql, const A2ShardSet *set);
 
-#endif							/* A2_SHARD_PIN_H */
+#endif							/* A2_CITUS_SHARDS_H */
