@@ -55,24 +55,23 @@ async function work() {
       console.log(`#${event.index} ${event.type}: ${result.outcome}`)
     } catch (err) {
       // The transaction rolled back: no shipment row, event not completed.
+      // Inside transaction() a stale attempt throws, so that the handler's
+      // write cannot commit without the completion.
       if (err?.code === 'SUPERSEDED_ATTEMPT') {
         // Another attempt owns the event now (our lease ran out): leave it.
         console.log(`#${event.index} ${event.type}: superseded`)
         continue
       }
-      const failed = await store
-        .failAttempt({
-          sessionId,
-          index: event.index,
-          attempt,
-          error: String(err?.message ?? err),
-          maxFailures: MAX_FAILURES,
-        })
-        .catch((e) => {
-          if (e?.code === 'SUPERSEDED_ATTEMPT') return null
-          throw e
-        })
-      if (failed === null) continue
+      // Outside transaction() the store answers as the contract does: a
+      // stale attempt is the result { outcome: 'superseded', failureCount }.
+      const failed = await store.failAttempt({
+        sessionId,
+        index: event.index,
+        attempt,
+        error: String(err?.message ?? err),
+        maxFailures: MAX_FAILURES,
+      })
+      if (failed.outcome === 'superseded') continue
       console.log(`#${event.index} ${event.type}: ${failed.outcome} (${failed.failureCount}/${MAX_FAILURES}): ${err?.message ?? err}`)
     }
   }

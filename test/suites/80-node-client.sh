@@ -11,7 +11,9 @@
 #     (scripts/pgbouncer.sh), for test/pgbouncer.test.ts; stopped at the end.
 #  4. npm test: tsc (strict), then node --test on the compiled tests, which
 #     create and drop their own databases a2_node_* on the cluster that
-#     PGHOST/PGPORT/PGUSER name.
+#     PGHOST/PGPORT/PGUSER name. Among them the differential run
+#     (test/differential.test.ts): 900 seeded calls against the store and a
+#     model of the contract, failing on any disagreement.
 #  5. examples/node-worker.mjs in a fresh database a2_node_example: it must
 #     ship the four good demo orders and dead-letter the bad one.
 #

@@ -3,8 +3,9 @@
  *
  * The mapping (README "Errors"):
  *   Z2001               PARTIAL_DUPLICATE_BATCH
- *   Z2002               SUPERSEDED_ATTEMPT (also thrown for a completion or
- *                       failure the server answers "superseded")
+ *   Z2002               SUPERSEDED_ATTEMPT (also thrown, in the strict form and
+ *                       in store.transaction, for a completion or failure
+ *                       the server answers "superseded")
  *   Z2003               TypeError "no event at index N in session 'S'"
  *                       (what store-postgres 0.5.0 throws for a missing event)
  *   class 22 (22023, 22004, 22P02, 22003, ...)   INVALID_PAYLOAD
@@ -80,9 +81,9 @@ export const toA2Error = (err: unknown): Error => {
 }
 
 /**
- * The error for a completion or failure the server answered
+ * The strict form's error for a completion or failure the server answered
  * `{"outcome": "superseded"}`: the same code and wording as its Z2002 for
- * a caused append, so a stale attempt looks one way wherever it shows.
+ * a caused append, so a stale attempt looks one way wherever it throws.
  */
 export const supersededError = (sessionId: string, index: number, attempt: number): A2Error =>
   new A2Error(

@@ -24,19 +24,36 @@ import type {
   Clock,
   IdSource,
   StoreCompleteOptions,
+  StoreCompleteResult,
   StoreFailOptions,
+  StoreFailResult,
 } from './types.js'
 
 /**
- * Everything of A2Store that is one statement (all but the stream).
- * `completeAttempt` and `failAttempt` never answer `superseded`: a stale
- * attempt throws A2Error('SUPERSEDED_ATTEMPT'), as a caused append does
- * (README "Stale attempts"). The narrower results keep the store an A2Store.
+ * Everything of A2Store that is one statement (all but the stream), as the
+ * contract has it: a stale attempt's completion or failure resolves
+ * `{ outcome: 'superseded' }` (README "Stale attempts").
+ */
+export type A2ContractOperations = Omit<A2Store, 'stream'>
+
+/**
+ * The strict form of the same calls: `completeAttempt` and `failAttempt`
+ * never resolve `superseded`; a stale attempt throws
+ * A2Error('SUPERSEDED_ATTEMPT'), as a caused append does. What
+ * `store.transaction` hands its callback, and what the store's own calls
+ * are with `superseded: 'throw'`. The narrower results still make an A2Store.
  */
 export type A2Operations = Omit<A2Store, 'stream' | 'completeAttempt' | 'failAttempt'> & {
   completeAttempt(options: StoreCompleteOptions): Promise<A2CompleteResult>
   failAttempt(options: StoreFailOptions): Promise<A2FailResult>
 }
+
+/**
+ * How completeAttempt and failAttempt report a stale attempt: `'return'`
+ * resolves the contract's `{ outcome: 'superseded' }` (with `failureCount`
+ * for failAttempt); `'throw'` rejects with A2Error('SUPERSEDED_ATTEMPT').
+ */
+export type SupersededForm = 'return' | 'throw'
 
 export type OperationContext = {
   sql: Statements
@@ -46,10 +63,21 @@ export type OperationContext = {
 
 type Json = Record<string, unknown>
 
-export const operations = (
+export function operations(
   ctx: OperationContext,
   handle: () => Promise<Queryable>,
-): A2Operations => {
+  superseded: 'throw',
+): A2Operations
+export function operations(
+  ctx: OperationContext,
+  handle: () => Promise<Queryable>,
+  superseded: SupersededForm,
+): A2ContractOperations
+export function operations(
+  ctx: OperationContext,
+  handle: () => Promise<Queryable>,
+  superseded: SupersededForm,
+): A2ContractOperations {
   const { sql, clock, ids } = ctx
 
   // One statement; its single column `r` is the function's jsonb answer.
@@ -139,10 +167,14 @@ export const operations = (
         ['$1::text', '$2::bigint', '$3::integer', '$4::jsonb'],
         () => [sessionId, index, attempt, jsonText(events.map((e, i) => returnedEventJson(e, i)))],
       )) as Json
-      // The server answers a stale attempt with {"outcome": "superseded"};
-      // the client throws, so that in transaction() the handler's writes
-      // roll back with it, as they do after a caused append's Z2002.
-      if (r['outcome'] !== 'completed') throw supersededError(sessionId, index, attempt)
+      // The server answers a stale attempt with {"outcome": "superseded"}:
+      // the contract's result, or (strict form, and always in transaction(),
+      // so that the handler's writes roll back) the error a caused append's
+      // Z2002 becomes.
+      if (r['outcome'] !== 'completed') {
+        if (superseded === 'throw') throw supersededError(sessionId, index, attempt)
+        return { outcome: 'superseded' } satisfies StoreCompleteResult
+      }
       return { outcome: 'completed', events: (r['events'] as unknown[]).map(toStored) }
     },
 
@@ -154,10 +186,12 @@ export const operations = (
         ['$1::text', '$2::bigint', '$3::integer', '$4::text', '$5::integer', ...(backoff ? ['$6::bigint'] : [])],
         () => [sessionId, index, attempt, error ?? null, maxFailures, ...(backoff ? [retryAfterMs] : [])],
       )) as Json
+      const failureCount = Number(r['failureCount'])
       if (r['outcome'] !== 'failed' && r['outcome'] !== 'dead_lettered') {
-        throw supersededError(sessionId, index, attempt)
+        if (superseded === 'throw') throw supersededError(sessionId, index, attempt)
+        return { outcome: 'superseded', failureCount } satisfies StoreFailResult
       }
-      return { outcome: r['outcome'], failureCount: Number(r['failureCount']) }
+      return { outcome: r['outcome'], failureCount }
     },
 
     async readState(sessionId, reducerName, options) {

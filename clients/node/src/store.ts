@@ -10,7 +10,7 @@
 import { Statements, type PostgresClient, type PostgresConnection, type Queryable } from './client.js'
 import { parseResult, toStored } from './codec.js'
 import { A2Error, toA2Error } from './errors.js'
-import { operations, type A2Operations } from './operations.js'
+import { operations, type A2ContractOperations, type A2Operations, type SupersededForm } from './operations.js'
 import { clientClass, connectNode, nodeClientConfig, storeSettings, type A2Node, type NodeClientConfig, type NodeConnection } from './nodes.js'
 import { DEFAULT_PAGE_SIZE, DEFAULT_POLL_INTERVAL_MS, Listener, type Cluster } from './stream.js'
 import type { A2Store, Clock, IdSource, StoredEvent } from './types.js'
@@ -43,6 +43,15 @@ export type A2StoreOptions = {
    * Default: the store's own settings with the node's host and port.
    */
   nodeConnection?: NodeConnection | undefined
+  /**
+   * How the store's completeAttempt and failAttempt report a stale attempt
+   * (README "Stale attempts"). `'return'` (the default): the contract's
+   * `{ outcome: 'superseded' }`, with `failureCount` for failAttempt.
+   * `'throw'`: A2Error('SUPERSEDED_ATTEMPT'), as a caused append. Inside
+   * `store.transaction` both forms throw, so a stale attempt rolls back the
+   * handler's writes.
+   */
+  superseded?: SupersededForm | undefined
 }
 
 /** What a `store.transaction` callback gets: the store's calls on one connection, and `query`. */
@@ -51,16 +60,24 @@ export type A2Transaction = A2Operations & {
   query(text: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>
 }
 
-export type A2PostgresStore = A2Operations & Pick<A2Store, 'stream'> & {
+/** What both forms of the store have besides the A2Store calls. */
+export type A2StoreExtras = Pick<A2Store, 'stream'> & {
   /**
    * Runs `fn` in one transaction on one connection: BEGIN, fn(tx), COMMIT.
    * A throw rolls everything back (the handler's writes and the a2 calls)
-   * and is rethrown.
+   * and is rethrown. `tx`'s calls are the strict form: a stale attempt
+   * throws SUPERSEDED_ATTEMPT, whatever the store's `superseded` option.
    */
   transaction<T>(fn: (tx: A2Transaction) => Promise<T>): Promise<T>
   /** Ends every stream, the listener, and the client (when it has `end`). */
   close(): Promise<void>
 }
+
+/** The default store: an A2Store whose calls answer as the contract does. */
+export type A2PostgresStore = A2ContractOperations & A2StoreExtras
+
+/** The store with `superseded: 'throw'`: a stale attempt always throws. */
+export type A2StrictStore = A2Operations & A2StoreExtras
 
 /** Lazy, and retried after a failure (a missing `pg` can be installed). */
 const lazy = <T>(make: () => Promise<T>): { get: () => Promise<T>; peek: () => Promise<T> | null } => {
@@ -79,9 +96,15 @@ const lazy = <T>(make: () => Promise<T>): { get: () => Promise<T>; peek: () => P
   }
 }
 
+export function a2Store(options: A2StoreOptions & { superseded: 'throw' }): A2StrictStore
+export function a2Store(options?: A2StoreOptions): A2PostgresStore
 export function a2Store(options: A2StoreOptions = {}): A2PostgresStore {
   if (!options.client && !options.connectionString) {
     throw new TypeError('a2Store() needs a connectionString or an injected client')
+  }
+  const superseded = options.superseded ?? 'return'
+  if (superseded !== 'return' && superseded !== 'throw') {
+    throw new TypeError("superseded must be 'return' or 'throw'")
   }
   const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS
   const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE
@@ -109,7 +132,7 @@ export function a2Store(options: A2StoreOptions = {}): A2PostgresStore {
 
   const sql = new Statements(options.schema)
   const ctx = { sql, clock: options.clock, ids: options.ids }
-  const ops = operations(ctx, client)
+  const ops = operations(ctx, client, superseded)
 
   const readPage = async (sessionId: string, afterIndex: number, limit: number): Promise<StoredEvent[]> => {
     try {
@@ -195,7 +218,7 @@ export function a2Store(options: A2StoreOptions = {}): A2PostgresStore {
         throw toA2Error(err)
       }
       const tx: A2Transaction = {
-        ...operations(ctx, async () => q),
+        ...operations(ctx, async () => q, 'throw'),
         query: (text, values) => q.query(text, values),
       }
       let result: T
@@ -256,5 +279,5 @@ export function a2Store(options: A2StoreOptions = {}): A2PostgresStore {
 }
 
 /** For tests and monitoring: the listener behind a store's streams. */
-export const listenerOf = (store: A2PostgresStore): Listener | undefined =>
+export const listenerOf = (store: A2PostgresStore | A2StrictStore): Listener | undefined =>
   (store as unknown as { [LISTENER]?: Listener })[LISTENER]

@@ -122,7 +122,8 @@ export type StoreCompleteResult =
   | { outcome: 'superseded' }
 
 /**
- * What a2-client's completeAttempt resolves to. A stale attempt (the seed's
+ * What the strict form's completeAttempt resolves to (`store.transaction`,
+ * or `superseded: 'throw'`): a stale attempt (the contract's
  * `{ outcome: 'superseded' }`) rejects with A2Error('SUPERSEDED_ATTEMPT').
  */
 export type A2CompleteResult = { outcome: 'completed'; events: StoredEvent[] }
@@ -146,7 +147,7 @@ export type StoreFailResult = {
   failureCount: number
 }
 
-/** What a2-client's failAttempt resolves to; a stale attempt rejects with SUPERSEDED_ATTEMPT. */
+/** What the strict form's failAttempt resolves to; a stale attempt rejects with SUPERSEDED_ATTEMPT. */
 export type A2FailResult = {
   outcome: 'failed' | 'dead_lettered'
   failureCount: number

@@ -270,15 +270,12 @@ describe('completeAttempt and failAttempt', () => {
       store.completeAttempt({ sessionId: s, index: 1, attempt: 1, events: [children[0]!] }),
       'PARTIAL_DUPLICATE_BATCH',
     )
-    // A stale attempt is SUPERSEDED_ATTEMPT, worded as the server's Z2002 (one way to say stale).
-    await rejectsWith(
-      store.completeAttempt({ sessionId: s, index: 1, attempt: 2, events: [] }),
-      'SUPERSEDED_ATTEMPT',
-      new RegExp(`^attempt 2 no longer owns event 1 in session "${s}"$`),
-    )
+    // Processed by another attempt: the contract's superseded result (the
+    // strict form's throw is in "stale attempts" below).
+    assert.deepEqual(await store.completeAttempt({ sessionId: s, index: 1, attempt: 2, events: [] }), { outcome: 'superseded' })
     await rejectsNotFound(store.completeAttempt({ sessionId: s, index: 42, attempt: 1, events: [] }), 42, s)
     // Never claimed: superseded. Duplicate returned ids: PARTIAL_DUPLICATE_BATCH.
-    await rejectsWith(store.completeAttempt({ sessionId: s, index: 2, attempt: 1, events: [] }), 'SUPERSEDED_ATTEMPT')
+    assert.deepEqual(await store.completeAttempt({ sessionId: s, index: 2, attempt: 1, events: [] }), { outcome: 'superseded' })
     await store.claimAvailable({ sessionId: s, holder: 'w', ttlMs: 1000 })
     await rejectsWith(
       store.completeAttempt({ sessionId: s, index: 2, attempt: 1, events: [{ id: 'd', type: 'x' }, { id: 'd', type: 'x' }] }),
@@ -310,11 +307,12 @@ describe('completeAttempt and failAttempt', () => {
     const c = await store.claimAvailable({ sessionId: s, holder: 'w', ttlMs: 1000 }) // at once: lease cleared
     assert.ok(c.outcome === 'claimed')
     assert.deepEqual(c.events.map((x) => [x.index, x.attemptCount]), [[1, 2]])
-    await rejectsWith(
-      store.failAttempt({ sessionId: s, index: 1, attempt: 1, error: 'old', maxFailures: 2 }),
-      'SUPERSEDED_ATTEMPT',
-      new RegExp(`^attempt 1 no longer owns event 1 in session "${s}"$`),
+    // The contract's superseded result carries the event's failure count, unchanged.
+    assert.deepEqual(
+      await store.failAttempt({ sessionId: s, index: 1, attempt: 1, error: 'old', maxFailures: 2 }),
+      { outcome: 'superseded', failureCount: 1 },
     )
+    assert.equal((await store.read(s, { throughIndex: 1 }))[0]!.lastError, 'card declined')
     const dl = await store.failAttempt({ sessionId: s, index: 1, attempt: 2, error: null, maxFailures: 2 })
     assert.deepEqual(dl, { outcome: 'dead_lettered', failureCount: 2 })
     const [dead] = await store.read(s, { throughIndex: 1 })
@@ -476,22 +474,49 @@ describe('errors', () => {
     }
   })
 
-  it('a caused append, a completion and a failure of a stale attempt all throw SUPERSEDED_ATTEMPT', async () => {
+  it('a caused append, a completion and a failure of a stale attempt: the contract form and the strict form', async () => {
     const s = session()
     await store.append(s, [{ type: 'job' }])
     await store.claimAvailable({ sessionId: s, holder: 'w', ttlMs: 1000 })
     clock.advance(1000)
     await store.claimAvailable({ sessionId: s, holder: 'w2', ttlMs: 1000 }) // attempt 2
     const stale = `^attempt 1 no longer owns event 1 in session "${s}"$`
+    // The contract throws for a caused append (the server's Z2002), in both forms.
     const fromServer = await rejectsWith(store.append(s, [{ type: 'p', cause: { index: 1, attempt: 1 } }]), 'SUPERSEDED_ATTEMPT', new RegExp(stale))
     assert.equal((fromServer.cause as { code?: string }).code, 'Z2002')
-    await rejectsWith(store.completeAttempt({ sessionId: s, index: 1, attempt: 1, events: [] }), 'SUPERSEDED_ATTEMPT', new RegExp(stale))
-    await rejectsWith(store.failAttempt({ sessionId: s, index: 1, attempt: 1, error: 'x', maxFailures: 3 }), 'SUPERSEDED_ATTEMPT', new RegExp(stale))
+    // Default: completion and failure resolve the contract's results, as the seed's store.
+    const done = await store.completeAttempt({ sessionId: s, index: 1, attempt: 1, events: [] })
+    assert.deepEqual(done, { outcome: 'superseded' })
+    assert.deepEqual(Object.keys(done), ['outcome'])
+    const failed = await store.failAttempt({ sessionId: s, index: 1, attempt: 1, error: 'x', maxFailures: 3 })
+    assert.deepEqual(failed, { outcome: 'superseded', failureCount: 0 })
+    assert.deepEqual(Object.keys(failed), ['outcome', 'failureCount'])
+    assert.equal(typeof failed.failureCount, 'number')
+
+    // superseded: 'throw': both reject with SUPERSEDED_ATTEMPT, worded as the Z2002.
+    // On the shared pool, without its end(): strict.close() must leave it open.
+    const strict = a2Store({ client: { query: (text, values) => p.query(text, values) }, clock, superseded: 'throw' })
+    try {
+      await rejectsWith(strict.append(s, [{ type: 'p', cause: { index: 1, attempt: 1 } }]), 'SUPERSEDED_ATTEMPT', new RegExp(stale))
+      await rejectsWith(strict.completeAttempt({ sessionId: s, index: 1, attempt: 1, events: [] }), 'SUPERSEDED_ATTEMPT', new RegExp(stale))
+      await rejectsWith(strict.failAttempt({ sessionId: s, index: 1, attempt: 1, error: 'x', maxFailures: 3 }), 'SUPERSEDED_ATTEMPT', new RegExp(stale))
+      // The strict form answers every other case as the default form does.
+      assert.deepEqual(await strict.failAttempt({ sessionId: s, index: 1, attempt: 2, error: 'y', maxFailures: 3 }), { outcome: 'failed', failureCount: 1 })
+      // Both forms are A2Stores.
+      const seed: A2Store = strict
+      assert.equal(typeof seed.completeAttempt, 'function')
+    } finally {
+      await strict.close()
+    }
+    // Nothing the stale calls did was written (the failure of attempt 2 was).
     const [e] = await store.read(s)
-    assert.deepEqual([e!.processedAt, e!.failureCount, e!.attemptCount], [null, 0, 2])
-    // Still the seed's A2Store: the narrower results are assignable to it.
+    assert.deepEqual([e!.processedAt, e!.failureCount, e!.lastError, e!.attemptCount], [null, 1, 'y', 2])
     const seed: A2Store = store
     assert.equal(typeof seed.completeAttempt, 'function')
+  })
+
+  it("superseded must be 'return' or 'throw'", () => {
+    assert.throws(() => a2Store({ client: p, superseded: 'raise' as never }), /superseded must be 'return' or 'throw'/)
   })
 
   it('a2Store needs a connectionString or a client', () => {

@@ -6,12 +6,13 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 
-import { A2Error, type A2PostgresStore } from '../src/index.js'
+import { A2Error, a2Store, type A2PostgresStore, type A2StrictStore } from '../src/index.js'
 import { ManualClock, dropDatabase, freshDatabase, storeOn } from './helpers.js'
 
 const DB = 'a2_node_tx'
 
 let store: A2PostgresStore
+let strict: A2StrictStore
 let q: (text: string, values?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>
 const clock = new ManualClock()
 let n = 0
@@ -21,11 +22,14 @@ before(async () => {
   await freshDatabase(DB)
   const made = storeOn(DB, { clock })
   store = made.store
+  // The strict form, on the same pool (close() ends the pool once, below).
+  strict = a2Store({ client: { query: (t, v) => made.pool.query(t, v), connect: () => made.pool.connect() }, clock, superseded: 'throw' })
   q = (text, values) => made.pool.query(text, values)
   await q('CREATE TABLE shipments (session_id text, item text)')
 })
 
 after(async () => {
+  await strict.close()
   await store.close()
   await dropDatabase(DB)
 })
@@ -131,6 +135,59 @@ describe('transaction', () => {
     assert.equal(err.code, 'SUPERSEDED_ATTEMPT')
     assert.equal(await shipments(s), 0)
     assert.equal((await store.read(s))[0]!.processedAt, null)
+  })
+
+  it('a superseded failure throws inside too, though the same call outside returns the contract result', async () => {
+    const s = session()
+    const attempt = await claimOne(s)
+    clock.advance(30_000)
+    await store.claimAvailable({ sessionId: s, holder: 'other', ttlMs: 30_000 })
+    // Outside transaction(): the default store answers as the contract does.
+    assert.deepEqual(
+      await store.failAttempt({ sessionId: s, index: 1, attempt, error: 'late', maxFailures: 3 }),
+      { outcome: 'superseded', failureCount: 0 },
+    )
+    assert.deepEqual(await store.completeAttempt({ sessionId: s, index: 1, attempt, events: [] }), { outcome: 'superseded' })
+    // Inside: the same call throws, and the handler's write rolls back with it.
+    const err = await store
+      .transaction(async (tx) => {
+        await tx.query('INSERT INTO shipments VALUES ($1, $2)', [s, 'tea'])
+        await tx.failAttempt({ sessionId: s, index: 1, attempt, error: 'late', maxFailures: 3 })
+      })
+      .then(() => assert.fail('expected SUPERSEDED_ATTEMPT'), (e: unknown) => e)
+    assert.ok(err instanceof A2Error)
+    assert.equal(err.code, 'SUPERSEDED_ATTEMPT')
+    assert.equal(await shipments(s), 0)
+    const [e] = await store.read(s)
+    assert.deepEqual([e!.failureCount, e!.lastError, e!.claimHolder], [0, null, 'other'])
+  })
+
+  it('the strict store: a stale attempt throws outside and inside transaction()', async () => {
+    const s = session()
+    const attempt = await claimOne(s)
+    clock.advance(30_000)
+    await strict.claimAvailable({ sessionId: s, holder: 'other', ttlMs: 30_000 })
+    for (const call of [
+      () => strict.completeAttempt({ sessionId: s, index: 1, attempt, events: [] }),
+      () => strict.failAttempt({ sessionId: s, index: 1, attempt, error: 'late', maxFailures: 3 }),
+      () =>
+        strict.transaction(async (tx) => {
+          await tx.query('INSERT INTO shipments VALUES ($1, $2)', [s, 'tea'])
+          return tx.completeAttempt({ sessionId: s, index: 1, attempt, events: [] })
+        }),
+    ]) {
+      const err = await call().then(() => assert.fail('expected SUPERSEDED_ATTEMPT'), (e: unknown) => e)
+      assert.ok(err instanceof A2Error)
+      assert.equal(err.code, 'SUPERSEDED_ATTEMPT')
+    }
+    assert.equal(await shipments(s), 0)
+    // The current attempt completes through either form's transaction.
+    const done = await strict.transaction(async (tx) => {
+      await tx.query('INSERT INTO shipments VALUES ($1, $2)', [s, 'tea'])
+      return tx.completeAttempt({ sessionId: s, index: 1, attempt: attempt + 1, events: [] })
+    })
+    assert.deepEqual(done, { outcome: 'completed', events: [] })
+    assert.equal(await shipments(s), 1)
   })
 
   it('the connection goes back to the pool clean (no open transaction)', async () => {
