@@ -28,7 +28,7 @@
 
 #include "a2.h"
 #include "call.h"
-#include "append.h"
+#include "events.h"
 #include "clock.h"
 #include "json_out.h"
 #include "snapshot_pins.h"

@@ -279,80 +279,156 @@ typedef enum ColKind
 	COL_JSONB
 } ColKind;
 
-/* One column of an event row as a JSON value, null when SQL NULL. */
-static void
-put_col(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
-		int col, ColKind kind)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(tuple, desc, col, &isnull);
-
-	if (isnull)
-	{
-		a2j_null(js, key);
-		return;
-	}
-	switch (kind)
-	{
-		case COL_INT:
-			a2j_int(js, key, col_int(tuple, desc, col, &isnull));
-			break;
-		case COL_ISO:
-			a2j_iso(js, key, col_int(tuple, desc, col, &isnull));
-			break;
-		case COL_TEXT:
-			a2j_string(js, key, TextDatumGetCString(d));
-			break;
-		case COL_JSONB:
-			a2j_jsonb(js, key, DatumGetJsonbP(d));
-			break;
-	}
-}
 
 /*
  * A stored cause must be {index >= 1, attempt >= 1[, batchSize >= 1]}, as
- * the seed's toCause() insists; anything else is a corrupt row (XX001).
+ * the reference store's toCause() insists.  Returns false for anything else.
  */
-static void
-put_cause(A2Json *js, HeapTuple tuple, TupleDesc desc)
+static bool
+parse_cause(Jsonb *cause, int64 *index, int64 *attempt, int64 *batch)
 {
-	bool		isnull;
-	Datum		d = SPI_getbinval(tuple, desc, A2C_CAUSE, &isnull);
-	Jsonb	   *cause;
 	JsonbValue	f;
-	int64		index,
-				attempt,
-				batch = 0;
-	bool		ok;
 
-	if (isnull)
-	{
-		a2j_null(js, "cause");
-		return;
-	}
-	cause = DatumGetJsonbP(d);
-	ok = JB_ROOT_IS_OBJECT(cause) &&
-		a2_json_field(&cause->root, "index", &f) && a2_json_int64(&f, &index) && index >= 1 &&
-		a2_json_field(&cause->root, "attempt", &f) && a2_json_int64(&f, &attempt) && attempt >= 1;
-	if (ok && a2_json_field(&cause->root, "batchSize", &f))
-		ok = a2_json_int64(&f, &batch) && batch >= 1;
-	if (!ok)
-	{
-		bool		idxnull;
-		int64		idx = col_int(tuple, desc, A2C_IDX, &idxnull);
+	*batch = 0;
+	if (!(JB_ROOT_IS_OBJECT(cause) &&
+		  a2_json_field(&cause->root, "index", &f) && a2_json_int64(&f, index) && *index >= 1 &&
+		  a2_json_field(&cause->root, "attempt", &f) && a2_json_int64(&f, attempt) && *attempt >= 1))
+		return false;
+	if (a2_json_field(&cause->root, "batchSize", &f))
+		return a2_json_int64(&f, batch) && *batch >= 1;
+	return true;
+}
 
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("stored event %lld of session \"%s\" has an invalid cause",
-						(long long) idx,
-						TextDatumGetCString(SPI_getbinval(tuple, desc, A2C_SESSION_ID, &idxnull))),
-				 errdetail("A cause must be an object with integer index >= 1, attempt >= 1 and optional batchSize >= 1.")));
+void
+a2_stored_set_cause(A2StoredEvent *ev, Jsonb *cause)
+{
+	ev->present[A2C_CAUSE] = cause != NULL &&
+		parse_cause(cause, &ev->cause_index, &ev->cause_attempt, &ev->cause_batch);
+}
+
+/* The StoredEvent keys, in the reference store's order. */
+static const struct
+{
+	const char *key;
+	A2EventCol	col;
+	ColKind		kind;
+	bool		full_only;		/* not in an Event */
+}			stored_keys[] = {
+	{"id", A2C_EVENT_ID, COL_TEXT, false},
+	{"type", A2C_EVENT_TYPE, COL_TEXT, false},
+	{"payload", A2C_PAYLOAD, COL_JSONB, false},
+	{"index", A2C_IDX, COL_INT, false},
+	{"sessionId", A2C_SESSION_ID, COL_TEXT, false},
+	{"createdAt", A2C_CREATED_AT, COL_ISO, false},
+	{"cause", A2C_CAUSE, COL_JSONB, true},
+	{"lane", A2C_LANE, COL_TEXT, true},
+	{"processedAt", A2C_PROCESSED_AT, COL_ISO, true},
+	{"processedByAttempt", A2C_PROCESSED_BY_ATTEMPT, COL_INT, true},
+	{"returnedEventIds", A2C_RETURNED_EVENT_IDS, COL_JSONB, true},
+	{"firstClaimedAt", A2C_FIRST_CLAIMED_AT, COL_ISO, true},
+	{"lastClaimedAt", A2C_LAST_CLAIMED_AT, COL_ISO, true},
+	{"attemptCount", A2C_ATTEMPT_COUNT, COL_INT, true},
+	{"failureCount", A2C_FAILURE_COUNT, COL_INT, true},
+	{"lastFailedAt", A2C_LAST_FAILED_AT, COL_ISO, true},
+	{"lastFailedAttempt", A2C_LAST_FAILED_ATTEMPT, COL_INT, true},
+	{"lastError", A2C_LAST_ERROR, COL_TEXT, true},
+	{"failedAt", A2C_FAILED_AT, COL_ISO, true},
+	{"claimHolder", A2C_CLAIM_HOLDER, COL_TEXT, true},
+	{"claimExpiresAt", A2C_CLAIM_EXPIRES_AT, COL_ISO, true},
+	/* only when set, so unscheduled events keep the reference shape */
+	{"notBefore", A2C_NOT_BEFORE, COL_ISO, true},
+};
+
+void
+a2_stored_from_row(A2StoredEvent *ev, HeapTuple tuple, TupleDesc desc, bool full)
+{
+	memset(ev->present, 0, sizeof(ev->present));
+	for (int i = 0; i < (int) lengthof(stored_keys); i++)
+	{
+		int			col = stored_keys[i].col;
+		bool		isnull;
+		Datum		d;
+
+		if ((!full && stored_keys[i].full_only) || col > desc->natts)
+			continue;
+		d = SPI_getbinval(tuple, desc, col, &isnull);
+		if (isnull)
+			continue;
+		ev->present[col] = true;
+		switch (stored_keys[i].kind)
+		{
+			case COL_INT:
+			case COL_ISO:
+				ev->num[col] = col_int(tuple, desc, col, &isnull);
+				break;
+			case COL_TEXT:
+				ev->text[col] = TextDatumGetCString(d);
+				break;
+			case COL_JSONB:
+				ev->json[col] = DatumGetJsonbP(d);
+				break;
+		}
 	}
-	a2j_begin_object(js, "cause");
-	a2j_int(js, "index", index);
-	a2j_int(js, "attempt", attempt);
-	if (batch >= 1)
-		a2j_int(js, "batchSize", batch);
+	if (ev->present[A2C_CAUSE])
+	{
+		a2_stored_set_cause(ev, ev->json[A2C_CAUSE]);
+		if (!ev->present[A2C_CAUSE])
+		{
+			bool		isnull;
+
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("stored event %lld of session \"%s\" has an invalid cause",
+							(long long) col_int(tuple, desc, A2C_IDX, &isnull),
+							TextDatumGetCString(SPI_getbinval(tuple, desc, A2C_SESSION_ID, &isnull))),
+					 errdetail("A cause must be an object with integer index >= 1, attempt >= 1 and optional batchSize >= 1.")));
+		}
+	}
+}
+
+void
+a2j_stored_event(A2Json *js, const char *key, const A2StoredEvent *ev, bool full)
+{
+	a2j_begin_object(js, key);
+	for (int i = 0; i < (int) lengthof(stored_keys); i++)
+	{
+		const char *k = stored_keys[i].key;
+		int			col = stored_keys[i].col;
+
+		if (!full && stored_keys[i].full_only)
+			continue;
+		if (!ev->present[col])
+		{
+			if (col != A2C_NOT_BEFORE)
+				a2j_null(js, k);
+			continue;
+		}
+		if (col == A2C_CAUSE)
+		{
+			a2j_begin_object(js, k);
+			a2j_int(js, "index", ev->cause_index);
+			a2j_int(js, "attempt", ev->cause_attempt);
+			if (ev->cause_batch >= 1)
+				a2j_int(js, "batchSize", ev->cause_batch);
+			a2j_end_object(js);
+			continue;
+		}
+		switch (stored_keys[i].kind)
+		{
+			case COL_INT:
+				a2j_int(js, k, ev->num[col]);
+				break;
+			case COL_ISO:
+				a2j_iso(js, k, ev->num[col]);
+				break;
+			case COL_TEXT:
+				a2j_string(js, k, ev->text[col]);
+				break;
+			case COL_JSONB:
+				a2j_jsonb(js, k, ev->json[col]);
+				break;
+		}
+	}
 	a2j_end_object(js);
 }
 
@@ -360,39 +436,8 @@ void
 a2j_event_row(A2Json *js, const char *key, HeapTuple tuple, TupleDesc desc,
 			  bool full)
 {
-	a2j_begin_object(js, key);
-	put_col(js, "id", tuple, desc, A2C_EVENT_ID, COL_TEXT);
-	put_col(js, "type", tuple, desc, A2C_EVENT_TYPE, COL_TEXT);
-	put_col(js, "payload", tuple, desc, A2C_PAYLOAD, COL_JSONB);
-	put_col(js, "index", tuple, desc, A2C_IDX, COL_INT);
-	put_col(js, "sessionId", tuple, desc, A2C_SESSION_ID, COL_TEXT);
-	put_col(js, "createdAt", tuple, desc, A2C_CREATED_AT, COL_ISO);
-	if (full)
-	{
-		put_cause(js, tuple, desc);
-		put_col(js, "lane", tuple, desc, A2C_LANE, COL_TEXT);
-		put_col(js, "processedAt", tuple, desc, A2C_PROCESSED_AT, COL_ISO);
-		put_col(js, "processedByAttempt", tuple, desc, A2C_PROCESSED_BY_ATTEMPT, COL_INT);
-		put_col(js, "returnedEventIds", tuple, desc, A2C_RETURNED_EVENT_IDS, COL_JSONB);
-		put_col(js, "firstClaimedAt", tuple, desc, A2C_FIRST_CLAIMED_AT, COL_ISO);
-		put_col(js, "lastClaimedAt", tuple, desc, A2C_LAST_CLAIMED_AT, COL_ISO);
-		put_col(js, "attemptCount", tuple, desc, A2C_ATTEMPT_COUNT, COL_INT);
-		put_col(js, "failureCount", tuple, desc, A2C_FAILURE_COUNT, COL_INT);
-		put_col(js, "lastFailedAt", tuple, desc, A2C_LAST_FAILED_AT, COL_ISO);
-		put_col(js, "lastFailedAttempt", tuple, desc, A2C_LAST_FAILED_ATTEMPT, COL_INT);
-		put_col(js, "lastError", tuple, desc, A2C_LAST_ERROR, COL_TEXT);
-		put_col(js, "failedAt", tuple, desc, A2C_FAILED_AT, COL_ISO);
-		put_col(js, "claimHolder", tuple, desc, A2C_CLAIM_HOLDER, COL_TEXT);
-		put_col(js, "claimExpiresAt", tuple, desc, A2C_CLAIM_EXPIRES_AT, COL_ISO);
-		/* SPEC 7.1: only when set, so unscheduled events keep 0.5's shape */
-		if (desc->natts >= A2C_NOT_BEFORE)
-		{
-			bool		isnull;
+	A2StoredEvent ev;
 
-			(void) SPI_getbinval(tuple, desc, A2C_NOT_BEFORE, &isnull);
-			if (!isnull)
-				put_col(js, "notBefore", tuple, desc, A2C_NOT_BEFORE, COL_ISO);
-		}
-	}
-	a2j_end_object(js);
+	a2_stored_from_row(&ev, tuple, desc, full);
+	a2j_stored_event(js, key, &ev, full);
 }

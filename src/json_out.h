@@ -87,6 +87,34 @@ extern void a2j_null(A2Json *js, const char *key);
 extern void a2j_iso(A2Json *js, const char *key, int64 epoch_ms);
 extern void a2j_jsonb(A2Json *js, const char *key, Jsonb *value);
 
+/*
+ * A StoredEvent's fields by A2EventCol, filled from a row or by the code
+ * that inserted the event, and printed by the one writer below (so every
+ * result agrees key for key).  present[col] false: JSON null (notBefore:
+ * absent).  The cause is kept parsed.
+ */
+typedef struct A2StoredEvent
+{
+	bool		present[A2C_NUM_EVENT_COLS + 1];
+	const char *text[A2C_NUM_EVENT_COLS + 1];
+	int64		num[A2C_NUM_EVENT_COLS + 1];
+	Jsonb	   *json[A2C_NUM_EVENT_COLS + 1];
+	int64		cause_index;
+	int64		cause_attempt;
+	int64		cause_batch;	/* < 1: absent */
+} A2StoredEvent;
+
+/* From a row of A2_EVENT_COLUMNS; an invalid stored cause is XX001. */
+extern void a2_stored_from_row(A2StoredEvent *ev, HeapTuple tuple,
+							   TupleDesc desc, bool full);
+
+/* Set the cause from normalized {index, attempt[, batchSize]} (NULL: none). */
+extern void a2_stored_set_cause(A2StoredEvent *ev, Jsonb *cause);
+
+/* Print a StoredEvent (full) or an Event (!full). */
+extern void a2j_stored_event(A2Json *js, const char *key,
+							 const A2StoredEvent *ev, bool full);
+
 /* a StoredEvent (full) or an Event (!full) from a row of A2_EVENT_COLUMNS */
 extern void a2j_event_row(A2Json *js, const char *key, HeapTuple tuple,
 						  TupleDesc desc, bool full);

@@ -133,7 +133,7 @@ typedef struct A2Layer
 
 /*
  * The predicate and key of a2_events_available, as statement text over
- * alias e (both layers walk it): since 0.3.0 (sql/a2--0.2.0--0.3.0.sql) the
+ * alias e (both layers walk it): since 0.3.0 (src/sql/upgrade/a2--0.2.0--0.3.0.sql) the
  * key of a never-claimed or failed event is when it falls due,
  * greatest(not_before, created_at) -- GREATEST skips a NULL not_before --
  * so scheduled work waits at the index's far end and a walk that stops at

@@ -1,22 +1,24 @@
 /*-------------------------------------------------------------------------
  *
- * append.h
- *	  a2_append, and the event insertion that a2_complete shares with it.
+ * events.h
+ *	  Inserting a validated batch of events and reading stored ones back:
+ *	  what a2_append and a2_complete's returned events share.  The caller
+ *	  holds the session lock (layer.h's lock order) and is inside SPI.
  *
  * IDENTIFICATION
- *	  src/append.h
+ *	  src/events.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef A2_APPEND_H
-#define A2_APPEND_H
+#ifndef A2_EVENTS_H
+#define A2_EVENTS_H
 
 #include "json_out.h"
 #include "validate.h"
 
 /*
  * Insert a validated batch after the session's greatest index, with lane
- * readiness and `settled` per SPEC section 4, and push each new StoredEvent
+ * readiness and `settled` (docs/semantics.md, "append"), and push each new StoredEvent
  * into the open array `js`.  The caller holds the session lock.  Events
  * without an id get a generated one.  When had_pending is not NULL, sets
  * it to whether the session had an unprocessed event before.  Records the
@@ -42,4 +44,4 @@ extern bool a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cau
 /* Raise 0A000 unless a2_events has 0.3.0's not_before column. */
 extern void a2_require_not_before(void);
 
-#endif							/* A2_APPEND_H */
+#endif							/* A2_EVENTS_H */
