@@ -11,7 +11,7 @@
 #   a2w17_off  the same, then a2_events_due dropped, not_before dropped and
 #              a2_events_available rebuilt with its 0.2.0 key
 #              COALESCE(claim_expires_at, created_at) and the same predicate
-#              (sql/a2--0.1.0--0.2.0.sql).  src/spi_plans.c picks the
+#              (src/sql/upgrade/a2--0.1.0--0.2.0.sql).  src/spi_plans.c picks the
 #              statements' text by whether a2_events.not_before exists, so
 #              the library runs its 0.2.0 statements here; the setup checks
 #              that with auto_explain (no statement mentions not_before).

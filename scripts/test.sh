@@ -7,7 +7,8 @@
 #   deps -> build (-Werror) -> throwaway cluster -> layers -> summary
 #
 # Layers, each run even when an earlier one failed:
-#   version-check      make version-check (a2.control, META.json, sql/)
+#   version-check      make version-check (a2.control, META.json, the clients,
+#                      src/sql/)
 #   regress+isolation  make installcheck: pg_regress, then the isolation specs
 #   pgtap              pg_prove test/pgtap/*.sql in database a2_tap, and each
 #                      test/pgtap/fresh/*.sql in its own new database

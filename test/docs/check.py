@@ -4,7 +4,7 @@
     check.py functions docs/functions.md PROCS      every function of the extension
                                                     documented, with its exact signature
     check.py errors docs/errors.md ERRCODES_H       the error table lists exactly the
-                                                    SQLSTATEs src/*.c and sql/a2--*.sql raise
+                                                    SQLSTATEs src/*.c and src/sql/objects/*.sql raise
     check.py snippets docs/clients.md               every code block of the cookbook is
                                                     a verbatim excerpt of a program
     check.py links README.md docs/*.md              relative links and #anchors resolve
@@ -165,7 +165,7 @@ def raised_sqlstates(errcodes_h):
                 problem(f"{f}: errcode({m.group(1)}) is not a known SQLSTATE macro")
                 continue
             found.setdefault(code, set()).add(f)
-    for f in sorted(glob.glob("sql/a2--*.sql")):
+    for f in sorted(glob.glob("src/sql/objects/*.sql")):
         for m in re.finditer(r"ERRCODE\s*=\s*'([0-9A-Z]{5})'", open(f, encoding="utf-8").read()):
             found.setdefault(m.group(1), set()).add(f)
     return found
@@ -197,7 +197,7 @@ def check_errors(doc, errcodes_h):
                 f"but not in the table 'SQLSTATEs a2 raises'")
     for code in sorted(listed - set(raised)):
         problem(f"{doc}: the table 'SQLSTATEs a2 raises' lists {code}, which no errcode in src/ "
-                f"or ERRCODE in sql/a2--*.sql raises")
+                f"or ERRCODE in src/sql/objects/*.sql raises")
     print(f"errors: {len(raised)} SQLSTATEs raised ({' '.join(sorted(raised))}), {len(listed)} listed")
 
 

@@ -8,7 +8,7 @@
 #    names a function that does not exist;
 #  - errors: the table "SQLSTATEs a2 raises" in docs/errors.md lists exactly
 #    the SQLSTATEs of every errcode() in src/ and every ERRCODE in
-#    sql/a2--*.sql;
+#    src/sql/objects/*.sql (the current definition of every SQL object);
 #  - snippets: every code block of docs/clients.md is marked with the
 #    program it comes from and is a verbatim excerpt of it (the programs
 #    are what test/suites/86-cookbook.sh runs);

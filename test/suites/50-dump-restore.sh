@@ -9,9 +9,14 @@
 # causes, unicode and 1024-byte names, snapshots with history and pins,
 # presence rows and a tombstone), dump it with pg_dump -Fc, restore it with
 # pg_restore into a fresh database -- and also through a plain-SQL dump and
-# psql -- then check that every row of every a2 table is identical and
-# that appending, claiming, completing, failing, snapshots and presence
-# still behave on the restored data.
+# psql -- then check that every row of every a2 table is identical, that
+# the privileges on a2's objects (a role given a2_grant_worker) are
+# restored as they were, and that appending, claiming, completing,
+# failing, snapshots and presence still behave on the restored data.
+# A third round fills a 0.1.0 install and updates it to the default
+# version before the dump: pg_dump writes CREATE EXTENSION a2, so the
+# restore is a fresh install from the generated script, and the updated
+# database's rows and privileges must fit it.
 #
 # Environment: PGHOST/PGPORT/PGUSER as exported by scripts/test.sh;
 # A2_DUMP_KEEP=1 keeps the databases (a2_dump_src, a2_dump_custom,
@@ -37,6 +42,7 @@ cleanup() {
 	for d in "${dbs[@]}"; do
 		dropdb --if-exists "$d" >/dev/null 2>&1 || true
 	done
+	psql -X -q -d postgres -c "DROP ROLE IF EXISTS regress_a2_dump_worker" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 [[ ${A2_DUMP_KEEP:-0} == 1 ]] && trap - EXIT
@@ -58,15 +64,37 @@ q() { # q DB SQL: one value
 # shellcheck source=test/lib/a2-data.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/a2-data.sh"
 
-run_round() { # run_round LABEL "CREATE EXTENSION clause"
-	local label=$1 clause=$2 fp_src fp_dst d
+# The privileges on a2's objects, by name.  pg_dump writes only the changes
+# since CREATE EXTENSION (pg_init_privs), so these survive a restore only
+# if the fresh install starts from the same privileges as this one.
+acls_sql="SELECT pg_describe_object(d.classid, d.objid, 0) || ' ' || coalesce(c.relacl::text, p.proacl::text, '-')
+  FROM pg_depend d
+  LEFT JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
+  LEFT JOIN pg_proc p ON d.classid = 'pg_proc'::regclass AND p.oid = d.objid
+ WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'a2')
+ ORDER BY 1"
+role=regress_a2_dump_worker
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" -c "DROP ROLE IF EXISTS $role" -c "CREATE ROLE $role"
+
+run_round() { # run_round LABEL "CREATE EXTENSION clause" [update]
+	local label=$1 clause=$2 update=${3:-} fp_src fp_dst acl_src d
 	echo "# $label"
 	for d in "${dbs[@]}"; do
 		dropdb --if-exists "$d" >/dev/null 2>&1
 	done
 	createdb "$src"
 	a2_fill "$src" "$clause"
+	if [[ -n $update ]]; then
+		if q "$src" "ALTER EXTENSION a2 UPDATE" >/dev/null; then
+			pass "$label: ALTER EXTENSION a2 UPDATE to $(q "$src" "SELECT extversion FROM pg_extension WHERE extname = 'a2'")"
+		else
+			fail "$label: ALTER EXTENSION a2 UPDATE"
+		fi
+	fi
+	q "$src" "SELECT $(q "$src" "SELECT quote_ident(extnamespace::regnamespace::text) FROM pg_extension WHERE extname = 'a2'").a2_grant_worker('$role')" >/dev/null
 	fp_src=$(a2_fingerprint "$src")
+	acl_src=$(q "$src" "$acls_sql")
 
 	pg_dump -Fc -f "$work/a2.dump" "$src"
 	createdb a2_dump_custom
@@ -97,6 +125,12 @@ run_round() { # run_round LABEL "CREATE EXTENSION clause"
 		else
 			fail "$label: $d: extension version or schema differs"
 		fi
+		if [[ $(q "$d" "$acls_sql") == "$acl_src" ]]; then
+			pass "$label: $d: the privileges on a2's objects are restored as they were"
+		else
+			fail "$label: $d: the privileges on a2's objects are restored as they were"
+			diff <(echo "$acl_src") <(q "$d" "$acls_sql") | sed 's/^/#   /' || true
+		fi
 	done
 }
 
@@ -116,6 +150,15 @@ for d in a2_dump_custom a2_dump_plain; do
 		fail "a2_elsewhere: $d: the tables are not in a2_elsewhere"
 	fi
 	a2_protocol_checks "$d" | sed "s/^\(\(not \)\{0,1\}ok - \)/\1a2_elsewhere: $d: /" >"$work/checks"
+	cat "$work/checks"
+	failures=$((failures + $(grep -c '^not ok' "$work/checks" || true)))
+done
+
+# The oldest version with an install script of its own, filled, then
+# updated to the default version before the dump.
+run_round "extension filled at 0.1.0, updated" "VERSION '0.1.0'" update
+for d in a2_dump_custom a2_dump_plain; do
+	a2_protocol_checks "$d" | sed "s/^\(\(not \)\{0,1\}ok - \)/\1updated: $d: /" >"$work/checks"
 	cat "$work/checks"
 	failures=$((failures + $(grep -c '^not ok' "$work/checks" || true)))
 done

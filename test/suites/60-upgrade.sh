@@ -13,10 +13,16 @@
 #     rolled-back DROP), and every function called again.
 #  3. CREATE EXTENSION a2 SCHEMA other: other.a2_append(...) works with the
 #     schema off search_path and writes other.a2_events.
-#  4. Every upgrade script sql/a2--X--Y.sql: CREATE EXTENSION a2 VERSION 'X'
-#     with data, ALTER EXTENSION a2 UPDATE TO 'Y', and the result must
-#     describe the same objects as a fresh install of Y, keep the data and
-#     run the protocol.
+#  4. Every update script src/sql/upgrade/a2--X--Y.sql, and every earlier
+#     version to the default one: CREATE EXTENSION a2 VERSION 'X' with data
+#     (0.1.0 from its own install script, later versions through the
+#     updates from it), ALTER EXTENSION a2 UPDATE TO 'Y' (or, to the
+#     default version, plain ALTER EXTENSION a2 UPDATE), and the result must
+#     describe the same objects, property by property, as a fresh install
+#     of Y, keep the data and run the protocol.  A fresh install of the
+#     default version runs a2--VERSION.sql, which make generates from
+#     src/sql/objects/; so for it the two sides are independent sources,
+#     written apart, that must agree.
 #
 # Environment: PGHOST/PGPORT/PGUSER as exported by scripts/test.sh; A2_ROOT.
 
@@ -118,48 +124,87 @@ SELECT 'orphaned pg_statistic rows ' || count(*) FROM pg_statistic s
  WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = s.starelid)
 ORDER BY 1"
 
-# The extension's objects, described without OIDs, for comparing an
-# upgraded install with a fresh one.
+# The extension's objects, described without OIDs for comparing an
+# upgraded install with a fresh one: one line per property, "object |
+# property: value", so that a difference names the object and what differs.
 describe_sql="
 WITH ext AS (SELECT oid, extnamespace FROM pg_extension WHERE extname = 'a2'),
 members AS (
 	SELECT d.classid, d.objid FROM pg_depend d, ext
-	 WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e')
-SELECT 'version ' || extversion || ' relocatable ' || extrelocatable FROM pg_extension WHERE extname = 'a2'
-UNION ALL
-SELECT 'member ' || pg_describe_object(classid, objid, 0) FROM members
-UNION ALL
-SELECT 'config ' || c::regclass::text || ' where ' || coalesce(w, '')
-  FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS u(c, w) WHERE e.extname = 'a2'
-UNION ALL
-SELECT 'function ' || p.oid::regprocedure::text || ' -> ' || pg_get_function_result(p.oid)
-	   || ' args(' || pg_get_function_arguments(p.oid) || ') ' || p.prolang::regproc::text
-	   || ' vol=' || p.provolatile::text || ' strict=' || p.proisstrict || ' secdef=' || p.prosecdef
-	   || ' parallel=' || p.proparallel::text || ' src=' || p.prosrc || ' bin=' || coalesce(p.probin, '')
-	   || ' acl=' || coalesce(p.proacl::text, '') || ' comment=' || coalesce(obj_description(p.oid, 'pg_proc'), '')
-  FROM pg_proc p JOIN members m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
-UNION ALL
-SELECT 'relation ' || c.oid::regclass::text || ' kind=' || c.relkind::text || ' acl=' || coalesce(c.relacl::text, '')
-	   || ' rls=' || c.relrowsecurity || ' comment=' || coalesce(obj_description(c.oid, 'pg_class'), '')
-  FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
-UNION ALL
-SELECT 'column ' || c.oid::regclass::text || ' #' || row_number() OVER (PARTITION BY c.oid ORDER BY a.attnum)
-	   || ' ' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || ' notnull=' || a.attnotnull
-	   || ' default=' || coalesce(pg_get_expr(d.adbin, d.adrelid), '') || ' collation=' || a.attcollation::regcollation::text
-  FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
-  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-  LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
-UNION ALL
-SELECT 'index ' || pg_get_indexdef(i.indexrelid)
-  FROM pg_index i JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = i.indrelid
-UNION ALL
-SELECT 'constraint ' || conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(co.oid)
-  FROM pg_constraint co JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = co.conrelid
-UNION ALL
-SELECT 'trigger ' || pg_get_triggerdef(t.oid)
-  FROM pg_trigger t JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = t.tgrelid
- WHERE NOT t.tgisinternal
-ORDER BY 1"
+	 WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e'),
+facts(obj, prop, val) AS (
+	SELECT 'extension a2', 'version', extversion FROM pg_extension WHERE extname = 'a2'
+	UNION ALL
+	SELECT 'extension a2', 'relocatable', extrelocatable::text FROM pg_extension WHERE extname = 'a2'
+	UNION ALL
+	SELECT 'extension a2', 'member', pg_describe_object(classid, objid, 0) FROM members
+	UNION ALL
+	SELECT 'extension a2', 'config ' || c::regclass::text, 'where ' || coalesce(w, '')
+	  FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS u(c, w) WHERE e.extname = 'a2'
+	UNION ALL
+	SELECT 'function ' || p.oid::regprocedure::text, f.prop, f.val
+	  FROM pg_proc p JOIN members m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
+	 CROSS JOIN LATERAL (VALUES
+		('arguments', pg_get_function_arguments(p.oid)),
+		('result', pg_get_function_result(p.oid)),
+		('language', (SELECT l.lanname::text FROM pg_language l WHERE l.oid = p.prolang)),
+		('volatility', p.provolatile::text),
+		('strict', p.proisstrict::text),
+		('security definer', p.prosecdef::text),
+		('parallel', p.proparallel::text),
+		('leakproof', p.proleakproof::text),
+		('cost/rows', p.procost || '/' || p.prorows),
+		('config', coalesce(p.proconfig::text, '')),
+		('source', p.prosrc),
+		('binary', coalesce(p.probin, '')),
+		('acl', coalesce(p.proacl::text, '')),
+		('comment', coalesce(obj_description(p.oid, 'pg_proc'), ''))) AS f(prop, val)
+	UNION ALL
+	SELECT 'relation ' || c.oid::regclass::text, f.prop, f.val
+	  FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+	 CROSS JOIN LATERAL (VALUES
+		('kind', c.relkind::text),
+		('persistence', c.relpersistence::text),
+		('options', coalesce(c.reloptions::text, '')),
+		('acl', coalesce(c.relacl::text, '')),
+		('row security', c.relrowsecurity || '/' || c.relforcerowsecurity),
+		('replica identity', c.relreplident::text),
+		('comment', coalesce(obj_description(c.oid, 'pg_class'), ''))) AS f(prop, val)
+	UNION ALL
+	SELECT 'relation ' || c.oid::regclass::text,
+		   'column #' || lpad((row_number() OVER (PARTITION BY c.oid ORDER BY a.attnum))::text, 2, '0'),
+		   a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || ' notnull=' || a.attnotnull
+		   || ' default=' || coalesce(pg_get_expr(d.adbin, d.adrelid), '') || ' collation=' || a.attcollation::regcollation::text
+		   || ' storage=' || a.attstorage::text || ' compression=' || a.attcompression::text
+		   || ' statistics=' || coalesce(a.attstattarget, -1) || ' acl=' || coalesce(a.attacl::text, '')
+		   || ' comment=' || coalesce(col_description(c.oid, a.attnum), '')
+	  FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+	  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+	  LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+	UNION ALL
+	SELECT 'relation ' || i.indrelid::regclass::text, 'index ' || i.indexrelid::regclass::text,
+		   pg_get_indexdef(i.indexrelid) || ' options=' || coalesce(ic.reloptions::text, '')
+		   || ' comment=' || coalesce(obj_description(i.indexrelid, 'pg_class'), '')
+	  FROM pg_index i JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = i.indrelid
+	  JOIN pg_class ic ON ic.oid = i.indexrelid
+	UNION ALL
+	SELECT 'relation ' || co.conrelid::regclass::text, 'constraint ' || co.conname, pg_get_constraintdef(co.oid)
+	  FROM pg_constraint co JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = co.conrelid
+	UNION ALL
+	SELECT 'relation ' || t.tgrelid::regclass::text, 'trigger ' || t.tgname, pg_get_triggerdef(t.oid)
+	  FROM pg_trigger t JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = t.tgrelid
+	 WHERE NOT t.tgisinternal
+	UNION ALL
+	SELECT 'relation ' || p.polrelid::regclass::text, 'policy ' || p.polname, p.polcmd::text
+	  FROM pg_policy p JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = p.polrelid
+	UNION ALL
+	-- the privileges pg_dump treats as the extension's own (it dumps only
+	-- changes made after CREATE EXTENSION or ALTER EXTENSION UPDATE)
+	SELECT 'initial privileges', pg_describe_object(ip.classoid, ip.objoid, ip.objsubid),
+		   ip.privtype::text || ' ' || ip.initprivs::text
+	  FROM pg_init_privs ip JOIN members m ON m.classid = ip.classoid AND m.objid = ip.objoid
+)
+SELECT obj || ' | ' || prop || ': ' || val FROM facts ORDER BY obj, prop, val"
 
 # One call of every function; prints the checks it records.
 exercise_sql() { # exercise_sql SCHEMA PREFIX
@@ -311,67 +356,102 @@ fi
 # ---------------------------------------------------------------------
 extdir=$("$PGBIN/pg_config" --sharedir)/extension
 default_version=$(sed -n "s/^default_version *= *'\(.*\)'.*/\1/p" "$A2_ROOT/a2.control")
+upgrade_dir=$A2_ROOT/src/sql/upgrade
+# The default version's install script is build output: make generates it
+# from src/sql/objects/ (DATA_built in the Makefile).
+install_script=$A2_ROOT/a2--$default_version.sql
 shopt -s nullglob
-scripts=("$A2_ROOT"/sql/a2--*--*.sql)
+scripts=("$upgrade_dir"/a2--*--*.sql)
+kept=("$upgrade_dir"/a2--*.sql)
 shopt -u nullglob
-echo "# default version $default_version; ${#scripts[@]} upgrade script(s) in sql/"
-# 0.2.0 has no install script of its own: CREATE EXTENSION runs a2--0.1.0.sql
-# and then the update path, so a fresh install and an upgrade are one thing.
+echo "# default version $default_version; ${#scripts[@]} update script(s) in src/sql/upgrade/"
+
+# What is installed is what this tree builds: the generated install script
+# and every kept script, byte for byte.
+if [[ ! -f $install_script ]]; then
+	fail "a2--$default_version.sql has not been generated (run make)"
+elif cmp -s "$install_script" "$extdir/a2--$default_version.sql"; then
+	pass "the generated a2--$default_version.sql is the installed one"
+else
+	fail "the generated a2--$default_version.sql is the installed one (run make install)"
+fi
+for script in "${kept[@]}"; do
+	name=$(basename "$script")
+	check "$name is installed as kept in src/sql/upgrade/ (else run make install)" cmp -s "$script" "$extdir/$name"
+done
+check "a2--$default_version.sql refuses to run outside CREATE EXTENSION" \
+	grep -q '^\\echo Use "CREATE EXTENSION a2" to load this file. \\quit$' "$install_script"
+check "src/sql/upgrade/ keeps no install script of the default version (make generates it)" \
+	test ! -e "$upgrade_dir/a2--$default_version.sql"
 check "the default version is installable (an install script, or a path from one)" \
 	test "$(psql_db postgres -c "SELECT count(*) FROM pg_available_extension_versions WHERE name = 'a2' AND version = '$default_version'")" = 1
 check "the installed extension offers the default version" \
 	test "$(psql_db postgres -c "SELECT default_version FROM pg_available_extensions WHERE name = 'a2'")" = "$default_version"
 
-for script in "${scripts[@]}"; do
-	name=$(basename "$script" .sql)
-	pair=${name#a2--}
-	from=${pair%%--*}
-	to=${pair#*--}
-	label="upgrade $from -> $to"
-	if ! cmp -s "$script" "$extdir/$name.sql"; then
-		fail "$label: $name.sql is not installed (or differs from sql/); run make install"
-		continue
+# Every version an install can be at, oldest first.  Before 0.4.0 only
+# 0.1.0 had an install script: CREATE EXTENSION a2 VERSION '0.2.0' (or
+# '0.3.0') runs a2--0.1.0.sql and then the updates, which is how every
+# database at those versions was made.
+mapfile -t versions < <(psql_db postgres -c "SELECT version FROM pg_available_extension_versions
+	WHERE name = 'a2' ORDER BY string_to_array(version, '.')::int[]")
+echo "# installable versions: ${versions[*]}"
+
+# upgrade_path FROM TO: an install of FROM with data, updated to TO (with
+# ALTER EXTENSION a2 UPDATE, no TO clause, when TO is the default version),
+# against a fresh install of TO.
+upgrade_path() {
+	local from=$1 to=$2 label="upgrade $1 -> $2" update fresh
+	if [[ $to == "$default_version" ]]; then
+		update="ALTER EXTENSION a2 UPDATE"
+		fresh="CREATE EXTENSION a2"
+	else
+		update="ALTER EXTENSION a2 UPDATE TO '$to'"
+		fresh="CREATE EXTENSION a2 VERSION '$to'"
 	fi
-	check "$label: the script refuses to run outside ALTER EXTENSION" \
-		grep -q '^\\echo Use "ALTER EXTENSION a2 UPDATE' "$script"
 
 	# the old version, with data
 	fresh_db "$db"
 	if ! psql_db "$db" -c "CREATE EXTENSION a2 VERSION '$from'" 2>"$work/err"; then
 		fail "$label: CREATE EXTENSION a2 VERSION '$from'"
 		sed 's/^/#   /' "$work/err"
-		continue
+		return
 	fi
-	psql_db "$db" >/dev/null <<'EOF'
+	psql_db "$db" >/dev/null <<'SQL'
 SET a2.now = '2026-06-01 00:00:00+00';
 SELECT a2_append('up:s1', '[{"id":"up:e1","type":"a"},{"id":"up:e2","type":"b","lane":"L"},{"id":"up:e3","type":"c","lane":"L"}]');
 SELECT a2_claim('up:s1', 'w', 60000);
 SELECT a2_put_snapshots('up:s1', 'r', '[{"index":1,"state":"one","pinEventIndexes":[2]}]');
 SELECT a2_complete('up:s1', 1, 1, '[{"id":"up:c1","type":"child"}]');
 SELECT a2_presence_set('up:ns', 'p', '{"a":1,"b":null}', '2026-06-01 00:00:00+00', 1, 3600000);
-EOF
+SQL
 	# The rows as the old version's columns: an update may add columns
 	# (0.3.0 adds a2_events.not_before), which must not change the rows.
+	local event_cols rows_sql rows_before rows_after
 	event_cols=$(psql_db "$db" -c "SELECT string_agg('e.' || quote_ident(attname), ', ' ORDER BY attnum)
 		FROM pg_attribute WHERE attrelid = 'a2_events'::regclass AND attnum > 0 AND NOT attisdropped")
 	rows_sql="SELECT md5(string_agg(x::text, '|' ORDER BY x::text)) FROM (
 		SELECT ROW($event_cols)::text AS x FROM a2_events e UNION ALL SELECT s::text FROM a2_snapshots s
 		UNION ALL SELECT p::text FROM a2_snapshot_pins p UNION ALL SELECT t::text FROM a2_presence_tombstones t) u"
 	rows_before=$(psql_db "$db" -c "$rows_sql")
-	if ! psql_db "$db" -c "ALTER EXTENSION a2 UPDATE TO '$to'" 2>"$work/err"; then
-		fail "$label: ALTER EXTENSION a2 UPDATE TO '$to'"
+	if ! psql_db "$db" -c "$update" 2>"$work/err"; then
+		fail "$label: $update"
 		sed 's/^/#   /' "$work/err"
-		continue
+		return
 	fi
-	pass "$label: ALTER EXTENSION a2 UPDATE TO '$to'"
+	pass "$label: $update"
+	check "$label: ... the extension is at $to" \
+		test "$(psql_db "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'a2'")" = "$to"
 
 	fresh_db "$db2"
-	psql_db "$db2" -c "CREATE EXTENSION a2 VERSION '$to'"
-	if cmp -s <(psql_db "$db" -c "$describe_sql") <(psql_db "$db2" -c "$describe_sql"); then
-		pass "$label: the upgraded extension matches a fresh install of $to"
+	psql_db "$db2" -c "$fresh"
+	psql_db "$db2" -c "$describe_sql" >"$work/fresh.txt"
+	psql_db "$db" -c "$describe_sql" >"$work/upgraded.txt"
+	if cmp -s "$work/fresh.txt" "$work/upgraded.txt"; then
+		pass "$label: the upgraded extension matches a fresh install of $to ($(grep -c ' | ' "$work/fresh.txt") properties)"
 	else
 		fail "$label: the upgraded extension matches a fresh install of $to"
-		diff <(psql_db "$db2" -c "$describe_sql") <(psql_db "$db" -c "$describe_sql") | sed 's/^/#   /' | head -40
+		diff -U1 --label "fresh install of $to ($fresh)" --label "$from updated to $to ($update)" \
+			"$work/fresh.txt" "$work/upgraded.txt" | sed 's/^/#   /' | head -120
 	fi
 	rows_after=$(psql_db "$db" -c "$rows_sql" 2>/dev/null || echo "?")
 	check "$label: the rows written by $from are kept" test "$rows_before" = "$rows_after"
@@ -392,6 +472,27 @@ EOF
 		sed 's/^/#   /' "$work/upgraded.err"
 		fail "$label: the protocol script stopped"
 	fi
+}
+
+# Each update script on its own: X -> Y.
+for script in "${scripts[@]}"; do
+	name=$(basename "$script" .sql)
+	pair=${name#a2--}
+	from=${pair%%--*}
+	to=${pair#*--}
+	check "upgrade $from -> $to: the script refuses to run outside ALTER EXTENSION" \
+		grep -q "^\\\\echo Use \"ALTER EXTENSION a2 UPDATE TO '$to'\" to load this file. \\\\quit\$" "$script"
+	upgrade_path "$from" "$to"
+done
+# Every earlier version to the default one, through whatever path
+# PostgreSQL picks (the one-step paths were done above).
+for from in "${versions[@]}"; do
+	[[ $from == "$default_version" ]] && continue
+	check "upgrade $from -> $default_version: pg_extension_update_paths has a path" \
+		test "$(psql_db postgres -c "SELECT count(*) FROM pg_extension_update_paths('a2')
+			WHERE source = '$from' AND target = '$default_version' AND path IS NOT NULL")" = 1
+	[[ -f $upgrade_dir/a2--$from--$default_version.sql ]] && continue
+	upgrade_path "$from" "$default_version"
 done
 if [[ ${#scripts[@]} -eq 0 ]]; then
 	# the one installable version: ALTER EXTENSION UPDATE is a no-op

@@ -72,7 +72,7 @@ from .models import (
     StoredEvent,
 )
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 __all__ = [
     "A2Error", "A2Store", "AlreadyRedriven", "AppendResult", "AsyncA2Store", "AsyncListener",

@@ -1,0 +1,51 @@
+-- Indexes beyond the primary keys.  Their names are the TypeScript store's
+-- where it has them.  Every partial index on a2_events leaves out the rows
+-- none of its queries looks for, so that appending an event (and claiming,
+-- failing or renewing one without a lane) writes as few btree entries as
+-- possible (bench/RESULTS.md, issue 20).
+
+CREATE UNIQUE INDEX a2_events_event_id ON a2_events (event_id);
+
+CREATE INDEX a2_events_unprocessed
+	ON a2_events (session_id, idx) WHERE processed_at IS NULL;
+
+-- Only events with a lane.  Every query that reads it compares lane with =,
+-- which is strict, so the planner proves lane IS NOT NULL from the query
+-- itself.
+CREATE INDEX a2_events_lane_pending
+	ON a2_events (session_id, lane, idx)
+	WHERE processed_at IS NULL AND lane IS NOT NULL;
+
+CREATE INDEX a2_events_dispatch_ready
+	ON a2_events (session_id, idx)
+	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL;
+
+-- Only leased events.  No a2 statement reads it (a busy a2_claim's retryAt
+-- also looks at not_before, so it scans a2_events_dispatch_ready); it is
+-- kept, with the name the TypeScript store's schema gives it, for queries
+-- that ask for claim_expires_at > now, which a NULL never satisfies.
+CREATE INDEX a2_events_claim_expiry
+	ON a2_events (session_id, claim_expires_at)
+	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL
+	  AND claim_expires_at IS NOT NULL;
+
+-- a2_claim_next's index: the rows that are or will become claimable
+-- (lane-ready, unprocessed, not dead-lettered), keyed by the time they
+-- become available: the lease expiry when leased, else when due,
+-- greatest(not_before, created_at) (GREATEST skips NULL).  a2_claim_next
+-- walks it oldest first and stops at now, so its cost does not grow with
+-- the number of sessions, of finished events or of scheduled events; its
+-- retryAt is one probe past now.  session_id makes the key unique enough
+-- to resume a walk.
+CREATE INDEX a2_events_available
+	ON a2_events ((COALESCE(claim_expires_at, GREATEST(not_before, created_at))), session_id)
+	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL;
+
+-- Due announcements (src/scheduler.c): each database's scheduler finds what
+-- falls due next here.  Only unprocessed, live events with a due time are
+-- in it, so it costs nothing for events without notBefore.
+CREATE INDEX a2_events_due ON a2_events (not_before)
+	WHERE not_before IS NOT NULL AND processed_at IS NULL AND failed_at IS NULL;
+
+CREATE INDEX a2_snapshot_pins_checkpoint
+	ON a2_snapshot_pins (session_id, reducer_name, up_to_index);
