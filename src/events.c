@@ -40,7 +40,7 @@ enum
 };
 
 static A2Statement find_existing_id = {
-	.name = "append.find_existing_id",
+	.name = "events.find_existing_id",
 	.texts = {
 		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1,
 				"SELECT e.event_id FROM pg_catalog.unnest($1) WITH ORDINALITY AS i(id, ord)"
@@ -72,7 +72,7 @@ static A2Statement find_existing_id = {
 	" ORDER BY pg_catalog.array_position($1, e.event_id)"
 
 static A2Statement events_by_ids = {
-	.name = "append.events_by_ids",
+	.name = "events.by_ids",
 	.texts = {
 		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1, EVENTS_BY_IDS_SQL(A2_EVENT_COLUMNS_0_1)),
 		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_3, EVENTS_BY_IDS_SQL(A2_EVENT_COLUMNS)),

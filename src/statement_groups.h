@@ -18,6 +18,7 @@
 
 #define A2_FOR_EACH_STATEMENT_GROUP(X) \
 	X(append) \
+	X(events) \
 	X(read) \
 	X(claim) \
 	X(renew) \
