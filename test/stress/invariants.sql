@@ -21,7 +21,9 @@
  *
  *	  The one place that counts, prints and fails on invariants: the
  *	  stress, crash, re-entrancy and Citus suites run this file, and
- *	  test/matrix/matrix.py reads the checks above "\if :have_stress".
+ *	  test/matrix/matrix.py reads the checks that need no workload tables
+ *	  (those before the first \if that tests for them; it finds that line
+ *	  by its text, so no comment above it may quote it).
  */
 \set ON_ERROR_STOP 1
 \set QUIET 1
