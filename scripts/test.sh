@@ -12,7 +12,8 @@
 #   regress+isolation  make installcheck: pg_regress, then the isolation specs
 #   pgtap              pg_prove test/pgtap/*.sql in database a2_tap, and each
 #                      test/pgtap/fresh/*.sql in its own new database
-#   suite:NAME         every executable test/suites/*.sh, in name order
+#   suite:NAME         test/suites/NAME.sh, for every NAME that
+#                      test/suites/SUITES lists, in its order
 #   static             scripts/static.sh (cppcheck, clang-tidy)
 #   pg17, pg18         the CI matrix (scripts/matrix.sh): a Debian root with
 #                      that PostgreSQL, where this script runs the build,
@@ -35,7 +36,12 @@
 # A2_PGDATA/A2_PGPORT/A2_PGLOG (for scripts/cluster.sh, e.g. to kill and
 # restart it), PG_CONFIG, and PATH with the server's bindir first.  A
 # second cluster: A2_PGDATA=/tmp/other/data A2_PGPORT=54330 scripts/cluster.sh.
-# It passes by exiting 0.  A non-executable *.sh there is a helper, not run.
+# It passes by exiting 0.  Suites run with bash, whatever their mode bits.
+# When any suite is to run, test/suites/SUITES and test/suites/*.sh must
+# agree (test/lib/suites.sh): a file there that the list leaves out, or a
+# name with no file, fails the layer "suite list", and so does a suite
+# that --layers names but the list does not.  Helpers that suites source
+# live in test/lib/.  test/README.md describes every kind of test.
 #
 # Environment:
 #   A2_LAYER_TIMEOUT  seconds one layer may take (default 1800; 0 = none)
@@ -47,6 +53,8 @@ set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=test/lib/suites.sh
+. "$A2_ROOT/test/lib/suites.sh"
 
 only=
 no_deps=0
@@ -327,27 +335,37 @@ if [[ $cluster_ok -eq 1 ]]; then
 		esac
 	fi
 
-	# Extra suites: executable test/suites/*.sh, byte-wise name order.  A
-	# non-executable *.sh is taken for a helper that suites source.
-	suites=()
-	if [[ -d test/suites ]]; then
-		mapfile -d '' suites < <(find test/suites -maxdepth 1 -name '*.sh' \( -type f -o -type l \) -print0 |
-			LC_ALL=C sort -z)
+	# The suites: the names test/suites/SUITES lists, in its order, each
+	# run with bash whatever its mode bits.  The list and the *.sh files
+	# must agree, and every suite --layers names must be listed: otherwise
+	# a suite could be skipped without a word.
+	if [[ -z $only || $only == *" suite:"* ]]; then
+		suites=()
+		list_ok=1
+		listed=$(a2_suites test/suites) || list_ok=0
+		[[ -z $listed ]] || mapfile -t suites <<<"$listed"
+		read -r -a named <<<"$only"
+		for layer in ${named[@]+"${named[@]}"}; do
+			[[ $layer == suite:* ]] || continue
+			if [[ $'\n'$listed$'\n' != *$'\n'"${layer#suite:}"$'\n'* ]]; then
+				a2_warn "test: --layers names $layer, but test/suites/SUITES does not list ${layer#suite:}"
+				list_ok=0
+			fi
+		done
+		if [[ $list_ok -eq 0 ]]; then
+			layer_t0=$SECONDS
+			record FAIL "suite list (test/suites/SUITES)"
+		fi
+		for name in "${suites[@]}"; do
+			wanted "suite:$name" || continue
+			begin "suite: $name"
+			if run env A2_ROOT="$A2_ROOT" bash "$A2_ROOT/test/suites/$name.sh"; then
+				record PASS "suite:$name"
+			else
+				record FAIL "suite:$name"
+			fi
+		done
 	fi
-	for suite in "${suites[@]}"; do
-		name=$(basename "$suite" .sh)
-		wanted "suite:$name" || continue
-		if [[ ! -x $suite ]]; then
-			a2_warn "test: $suite is not executable; not run (chmod +x it if it is a suite)"
-			continue
-		fi
-		begin "suite: $name"
-		if run env A2_ROOT="$A2_ROOT" "$A2_ROOT/$suite"; then
-			record PASS "suite:$name"
-		else
-			record FAIL "suite:$name"
-		fi
-	done
 fi
 
 if wanted static; then

@@ -4,27 +4,8 @@
 \set VERBOSITY terse
 SET a2.now = '2026-01-01 00:00:00+00';
 
--- ev(result): the StoredEvents of an a2 result (an array, or an object
--- with "events") as rows, one column per JSON key, for readable output
-CREATE FUNCTION pg_temp.ev(j jsonb)
-RETURNS TABLE (index bigint, id text, type text, payload jsonb,
-			   session_id text, created_at text, cause jsonb, lane text,
-			   processed_at text, processed_by_attempt int,
-			   returned_event_ids jsonb, first_claimed_at text,
-			   last_claimed_at text, attempt_count int, failure_count int,
-			   last_failed_at text, last_failed_attempt int, last_error text,
-			   failed_at text, claim_holder text, claim_expires_at text)
-LANGUAGE sql AS $$
-  SELECT * FROM jsonb_to_recordset(CASE jsonb_typeof(j) WHEN 'array' THEN j
-                                   ELSE j -> 'events' END)
-    AS e("index" bigint, id text, type text, payload jsonb,
-         "sessionId" text, "createdAt" text, cause jsonb, lane text,
-         "processedAt" text, "processedByAttempt" int,
-         "returnedEventIds" jsonb, "firstClaimedAt" text,
-         "lastClaimedAt" text, "attemptCount" int, "failureCount" int,
-         "lastFailedAt" text, "lastFailedAttempt" int, "lastError" text,
-         "failedAt" text, "claimHolder" text, "claimExpiresAt" text)
-$$;
+-- ev(result) and claimed(result): test/lib/regress.sql
+\i test/lib/regress.sql
 
 --
 -- An empty batch writes nothing and reports whether the session has an

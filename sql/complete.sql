@@ -5,26 +5,8 @@
 \set VERBOSITY terse
 SET a2.now = '2026-05-01 00:00:00+00';
 
--- ev(result): the StoredEvents of an a2 result as rows
-CREATE FUNCTION pg_temp.ev(j jsonb)
-RETURNS TABLE (index bigint, id text, type text, payload jsonb,
-			   session_id text, created_at text, cause jsonb, lane text,
-			   processed_at text, processed_by_attempt int,
-			   returned_event_ids jsonb, first_claimed_at text,
-			   last_claimed_at text, attempt_count int, failure_count int,
-			   last_failed_at text, last_failed_attempt int, last_error text,
-			   failed_at text, claim_holder text, claim_expires_at text)
-LANGUAGE sql AS $$
-  SELECT * FROM jsonb_to_recordset(CASE jsonb_typeof(j) WHEN 'array' THEN j
-                                   ELSE j -> 'events' END)
-    AS e("index" bigint, id text, type text, payload jsonb,
-         "sessionId" text, "createdAt" text, cause jsonb, lane text,
-         "processedAt" text, "processedByAttempt" int,
-         "returnedEventIds" jsonb, "firstClaimedAt" text,
-         "lastClaimedAt" text, "attemptCount" int, "failureCount" int,
-         "lastFailedAt" text, "lastFailedAttempt" int, "lastError" text,
-         "failedAt" text, "claimHolder" text, "claimExpiresAt" text)
-$$;
+-- ev(result) and claimed(result): test/lib/regress.sql
+\i test/lib/regress.sql
 
 -- the dispatch columns as stored, for one session (times as HH:MI:SS)
 CREATE FUNCTION pg_temp.rows(s text)
@@ -40,13 +22,6 @@ LANGUAGE sql AS $$
          to_char(to_timestamp(e.claim_expires_at / 1000.0) AT TIME ZONE 'UTC', 'HH24:MI:SS'),
          e.failed_at IS NOT NULL
     FROM a2_events e WHERE e.session_id = s ORDER BY e.idx
-$$;
-
--- claimed(result): the indexes a claim took, e.g. "2,5,8"
-CREATE FUNCTION pg_temp.claimed(j jsonb) RETURNS text
-LANGUAGE sql AS $$
-  SELECT COALESCE(string_agg(e ->> 'index', ',' ORDER BY o), j ->> 'outcome')
-    FROM jsonb_array_elements(j -> 'events') WITH ORDINALITY AS x(e, o)
 $$;
 
 --

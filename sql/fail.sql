@@ -5,6 +5,9 @@
 \set VERBOSITY terse
 SET a2.now = '2026-06-01 00:00:00+00';
 
+-- claimed(result): test/lib/regress.sql
+\i test/lib/regress.sql
+
 -- the failure columns of one event, as a2_read returns them
 CREATE FUNCTION pg_temp.failure(s text, i bigint)
 RETURNS TABLE (index bigint, attempt_count int, failure_count int,
@@ -15,14 +18,6 @@ LANGUAGE sql AS $$
     AS e("index" bigint, "attemptCount" int, "failureCount" int,
          "lastError" text, "lastFailedAt" text, "lastFailedAttempt" int,
          "failedAt" text, "claimHolder" text, "claimExpiresAt" text)
-$$;
-
--- claimed(result): the indexes a claim took, or its outcome
-CREATE FUNCTION pg_temp.claimed(j jsonb) RETURNS text
-LANGUAGE sql AS $$
-  SELECT COALESCE(string_agg(e ->> 'index', ',' ORDER BY o),
-                  j ->> 'outcome' || COALESCE(' until ' || (j ->> 'retryAt'), ''))
-    FROM jsonb_array_elements(j -> 'events') WITH ORDINALITY AS x(e, o)
 $$;
 
 -- 1 and 2 share lane q; 3, 4 and 5 have no lane

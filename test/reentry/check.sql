@@ -1,87 +1,62 @@
 /*
  * test/reentry/check.sql
- *	  After test/reentry/driver.py: what the triggers on the a2 tables did
- *	  must be exactly what a2 did, in the same transactions.
+ *	  What the triggers of test/reentry/setup.sql did must be exactly what
+ *	  a2 did, in the same transactions.  Not run on its own:
+ *	  test/stress/invariants.sql includes it, after the store's invariants,
+ *	  when the database has app.audit (test/suites/25-reentrancy.sh runs
+ *	  that file after test/reentry/driver.py), and reports its checks with
+ *	  the rest, each named "reentry: ...".
  *
- *	    psql -X -v ON_ERROR_STOP=1 -f test/reentry/check.sql DBNAME
- *
- *	  Prints one row per check with its violation count and fails (psql
- *	  exits 3) when any is violated.  Then run test/stress/invariants.sql.
+ *	  Each check is one pg_temp.check_invariant(name, query of the
+ *	  violations, one text row each) call; invariants.sql counts, prints
+ *	  and fails on them.
  *
  *	  Worker sessions are a<k>-s<j> (audit workers: the bare-name audit
  *	  insert ran) and p<k>-s<j>; the nested calls write the mirrors fan:<s>
  *	  and fan:<ns>.
  */
-\set ON_ERROR_STOP 1
-\set QUIET 1
-\pset footer off
-
-SET search_path = app, public;
-
-CREATE TEMP TABLE reentry_check (
-	id			serial,
-	name		text	NOT NULL,
-	violations	bigint	NOT NULL,
-	sample		text
-);
-
-CREATE FUNCTION pg_temp.check(name text, violations_query text)
-RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE
-	n bigint;
-	sample text;
-BEGIN
-	EXECUTE format('SELECT count(*), string_agg(v, E''\n'') FILTER (WHERE rn <= 3)'
-				   '  FROM (SELECT v, row_number() OVER () AS rn FROM (%s) q(v)) x',
-				   violations_query)
-	   INTO n, sample;
-	INSERT INTO reentry_check (name, violations, sample) VALUES (name, n, sample);
-END $$;
-
-\o /dev/null
 
 -- The bare-name insert ran with the caller's search_path ------------------
 
-SELECT pg_temp.check('every audit row saw the caller''s search_path (app, public)',
+SELECT pg_temp.check_invariant('reentry: every audit row saw the caller''s search_path (app, public)',
 $q$ SELECT format('%s %s at depth %s saw %L', tbl, op, depth, search_path)
-	  FROM audit WHERE replace(search_path, ' ', '') <> 'app,public' $q$);
+	  FROM app.audit WHERE replace(search_path, ' ', '') <> 'app,public' $q$);
 
-SELECT pg_temp.check('each a2_events row of an audit session has exactly one INSERT audit row',
+SELECT pg_temp.check_invariant('reentry: each a2_events row of an audit session has exactly one INSERT audit row',
 $q$ SELECT format('%s/%s (%s): %s audit rows', e.session_id, e.idx, e.event_id, count(a.id))
 	  FROM a2_events e
-	  LEFT JOIN audit a ON a.tbl = 'a2_events' AND a.op = 'INSERT'
+	  LEFT JOIN app.audit a ON a.tbl = 'a2_events' AND a.op = 'INSERT'
 					   AND a.key = e.session_id AND a.event_id = e.event_id AND a.idx = e.idx
 	 WHERE e.session_id ~ '^(fan:)?a[0-9]+-s'
 	 GROUP BY e.session_id, e.idx, e.event_id
 	HAVING count(a.id) <> 1 $q$);
 
-SELECT pg_temp.check('an audited a2_events insert whose row is gone was audited as deleted',
+SELECT pg_temp.check_invariant('reentry: an audited a2_events insert whose row is gone was audited as deleted',
 $q$ SELECT format('%s/%s (%s) inserted, not stored, no DELETE row', a.key, a.idx, a.event_id)
-	  FROM audit a
+	  FROM app.audit a
 	 WHERE a.tbl = 'a2_events' AND a.op = 'INSERT'
 	   AND NOT EXISTS (SELECT 1 FROM a2_events e WHERE e.event_id = a.event_id)
-	   AND NOT EXISTS (SELECT 1 FROM audit d WHERE d.tbl = 'a2_events' AND d.op = 'DELETE'
+	   AND NOT EXISTS (SELECT 1 FROM app.audit d WHERE d.tbl = 'a2_events' AND d.op = 'DELETE'
 						  AND d.event_id = a.event_id AND d.xid >= a.xid) $q$);
 
 -- Depth 1: the worker's call wrote the row; depth 2: a nested call did (the
 -- mirrors' snapshots pin nothing, so they write no history and no pins).
-SELECT pg_temp.check('the audit trigger wrote rows for every a2 table the workload writes (depth 1) and the nested calls write (depth 2)',
+SELECT pg_temp.check_invariant('reentry: the audit trigger wrote rows for every a2 table the workload writes (depth 1) and the nested calls write (depth 2)',
 $q$ SELECT format('%s at depth %s: no audit row', t, d)
 	  FROM (VALUES ('a2_events', 2), ('a2_snapshots', 2), ('a2_snapshot_history', 1),
 				   ('a2_snapshot_pins', 1), ('a2_presence', 2), ('a2_presence_tombstones', 2),
 				   ('a2_retired_sessions', 2)) w(t, deepest),
 		   generate_series(1, deepest) d
-	 WHERE NOT EXISTS (SELECT 1 FROM audit a WHERE a.tbl = t AND a.op !~ '^STATEMENT' AND a.depth = d) $q$);
+	 WHERE NOT EXISTS (SELECT 1 FROM app.audit a WHERE a.tbl = t AND a.op !~ '^STATEMENT' AND a.depth = d) $q$);
 
-SELECT pg_temp.check('statement-level audit rows exist for a2_events inserts and updates',
+SELECT pg_temp.check_invariant('reentry: statement-level audit rows exist for a2_events inserts and updates',
 $q$ SELECT format('no %s row', o)
 	  FROM unnest(ARRAY['STATEMENT_INSERT', 'STATEMENT_UPDATE', 'STATEMENT_DELETE']) o
-	 WHERE NOT EXISTS (SELECT 1 FROM audit a WHERE a.tbl = 'a2_events' AND a.op = o) $q$);
+	 WHERE NOT EXISTS (SELECT 1 FROM app.audit a WHERE a.tbl = 'a2_events' AND a.op = o) $q$);
 
 -- The nested a2 calls did their part, atomically with the outer one -------
 
-SELECT pg_temp.check('every worker event has its mirror fan:<id> at the same index of fan:<session>',
+SELECT pg_temp.check_invariant('reentry: every worker event has its mirror fan:<id> at the same index of fan:<session>',
 $q$ SELECT format('%s/%s (%s): mirror %s', e.session_id, e.idx, e.event_id,
 				  COALESCE(m.session_id || '/' || m.idx, 'missing'))
 	  FROM a2_events e
@@ -89,7 +64,7 @@ $q$ SELECT format('%s/%s (%s): mirror %s', e.session_id, e.idx, e.event_id,
 	 WHERE e.session_id !~ '^fan:'
 	   AND (m.event_id IS NULL OR m.session_id <> 'fan:' || e.session_id OR m.idx <> e.idx) $q$);
 
-SELECT pg_temp.check('every mirror event has its origin',
+SELECT pg_temp.check_invariant('reentry: every mirror event has its origin',
 $q$ SELECT format('%s/%s (%s): no origin', m.session_id, m.idx, m.event_id)
 	  FROM a2_events m
 	 WHERE m.session_id ~ '^fan:'
@@ -97,12 +72,12 @@ $q$ SELECT format('%s/%s (%s): no origin', m.session_id, m.idx, m.event_id)
 						WHERE 'fan:' || e.event_id = m.event_id
 						  AND 'fan:' || e.session_id = m.session_id AND e.idx = m.idx) $q$);
 
-SELECT pg_temp.check('no mirror of a mirror (the depth guard held)',
+SELECT pg_temp.check_invariant('reentry: no mirror of a mirror (the depth guard held)',
 $q$ SELECT format('%s/%s', session_id, idx) FROM a2_events WHERE session_id ~ '^fan:fan:'
 	 UNION ALL SELECT format('snapshot %s', session_id) FROM a2_snapshots WHERE session_id ~ '^fan:fan:'
 	 UNION ALL SELECT format('presence %s', ns) FROM a2_presence WHERE ns ~ '^fan:fan:' $q$);
 
-SELECT pg_temp.check('every worker snapshot head has a mirror head at the same index',
+SELECT pg_temp.check_invariant('reentry: every worker snapshot head has a mirror head at the same index',
 $q$ SELECT format('%s %s head %s: mirror %s', s.session_id, s.reducer_name, s.up_to_index,
 				  COALESCE(m.up_to_index::text, 'missing'))
 	  FROM a2_snapshots s
@@ -110,7 +85,7 @@ $q$ SELECT format('%s %s head %s: mirror %s', s.session_id, s.reducer_name, s.up
 							  AND m.reducer_name = s.reducer_name
 	 WHERE s.session_id !~ '^fan:' AND m.up_to_index IS DISTINCT FROM s.up_to_index $q$);
 
-SELECT pg_temp.check('every live worker presence field has its mirror with the same value and time',
+SELECT pg_temp.check_invariant('reentry: every live worker presence field has its mirror with the same value and time',
 $q$ SELECT format('%s %s %s = %s at %s: mirror %s at %s', p.ns, p.participant, p.field, p.value, p.at,
 				  m.value, m.at)
 	  FROM a2_presence p
@@ -118,45 +93,18 @@ $q$ SELECT format('%s %s %s = %s at %s: mirror %s at %s', p.ns, p.participant, p
 							 AND m.field = p.field
 	 WHERE p.ns !~ '^fan:' AND (m.value IS DISTINCT FROM p.value OR m.at IS DISTINCT FROM p.at) $q$);
 
-SELECT pg_temp.check('the mirrors were claimed and completed inside the triggers (some mirror event is processed)',
+SELECT pg_temp.check_invariant('reentry: the mirrors were claimed and completed inside the triggers (some mirror event is processed)',
 $q$ SELECT 'no processed mirror event'
 	 WHERE NOT EXISTS (SELECT 1 FROM a2_events WHERE session_id ~ '^fan:' AND processed_at IS NOT NULL) $q$);
 
 -- Maintenance left nothing behind ------------------------------------------
 
-SELECT pg_temp.check('no a2 table keeps the column the DDL thread added',
+SELECT pg_temp.check_invariant('reentry: no a2 table keeps the column the DDL thread added',
 $q$ SELECT format('%s.%s', attrelid::regclass, attname)
 	  FROM pg_attribute WHERE attname = 'reentry_extra' AND NOT attisdropped $q$);
 
-SELECT pg_temp.check('every index of an a2 table is valid (no REINDEX CONCURRENTLY leftovers)',
+SELECT pg_temp.check_invariant('reentry: every index of an a2 table is valid (no REINDEX CONCURRENTLY leftovers)',
 $q$ SELECT format('%s on %s', i.indexrelid::regclass, i.indrelid::regclass)
 	  FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
 	 WHERE c.relname ~ '^a2_' AND c.relnamespace = 'public'::regnamespace
 	   AND (NOT i.indisvalid OR NOT i.indisready) $q$);
-
-\o
-
-\echo 'reentry checks:'
-SELECT id AS "#", name, violations,
-	   CASE WHEN violations = 0 THEN 'ok' ELSE 'VIOLATED' END AS status
-  FROM reentry_check ORDER BY id;
-
-\echo 'what the triggers saw (audit rows by table, operation and depth):'
-SELECT tbl, op, depth, count(*) FROM audit GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
-
-SELECT count(*) AS checked, count(*) FILTER (WHERE violations > 0) AS violated,
-	   COALESCE(bool_or(violations > 0), false) AS any_violated
-  FROM reentry_check
-\gset chk_
-\echo :chk_checked 'reentry checks,' :chk_violated 'violated'
-
-\if :chk_any_violated
-\echo 'sample violations (up to 3 per check):'
-SELECT name, sample FROM reentry_check WHERE violations > 0 ORDER BY id;
-DO $$
-BEGIN
-	RAISE EXCEPTION 'reentry checks violated: %',
-		(SELECT string_agg(name || ' (' || violations || ')', '; ' ORDER BY id)
-		   FROM reentry_check WHERE violations > 0);
-END $$;
-\endif

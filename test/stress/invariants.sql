@@ -16,7 +16,14 @@
  *	  With the driver's tables, it also holds the store to what the clients
  *	  saw commit (stress_seen, stress_attempts, stress_finished) and, for the
  *	  crash suite, to the client-side logs loaded into crash_client_log and
- *	  crash_client_done.
+ *	  crash_client_done.  With app.audit (test/reentry/setup.sql) it also
+ *	  runs the re-entrancy suite's checks, test/reentry/check.sql.
+ *
+ *	  The one place that counts, prints and fails on invariants: the
+ *	  stress, crash, re-entrancy and Citus suites run this file, and
+ *	  test/matrix/matrix.py reads the checks that need no workload tables
+ *	  (those before the first \if that tests for them; it finds that line
+ *	  by its text, so no comment above it may quote it).
  */
 \set ON_ERROR_STOP 1
 \set QUIET 1
@@ -28,7 +35,8 @@
 
 SELECT to_regclass('stress_seen') IS NOT NULL AS have_stress,
 	   to_regclass('stress_retire_seen') IS NOT NULL AS have_retire,
-	   to_regclass('crash_client_log') IS NOT NULL AS have_crash_log
+	   to_regclass('crash_client_log') IS NOT NULL AS have_crash_log,
+	   to_regclass('app.audit') IS NOT NULL AS have_reentry
 \gset
 
 CREATE TEMP TABLE a2_invariant (
@@ -351,6 +359,11 @@ $q$ SELECT format('%s/%s logged completed by attempt %s, stored processed by %s'
 	  FROM crash_client_done d
 	  LEFT JOIN a2_events e ON e.session_id = d.session_id AND e.idx = d.idx
 	 WHERE e.processed_by_attempt IS DISTINCT FROM d.attempt $q$);
+\endif
+
+-- What the re-entrancy suite's triggers did (test/suites/25-reentrancy.sh).
+\if :have_reentry
+\ir ../reentry/check.sql
 \endif
 
 \o

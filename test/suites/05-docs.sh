@@ -12,8 +12,12 @@
 #  - snippets: every code block of docs/clients.md is marked with the
 #    program it comes from and is a verbatim excerpt of it (the programs
 #    are what test/suites/86-cookbook.sh runs);
-#  - links: relative links and #anchors in README.md and docs/*.md resolve;
-#  - nothing names a place outside the repository as the contract.
+#  - links: relative links and #anchors in README.md, docs/*.md and
+#    test/README.md resolve;
+#  - nothing names a place outside the repository as the contract;
+#  - tests: test/suites/SUITES lists exactly test/suites/*.sh, the check
+#    that scripts/test.sh makes of it (test/lib/suites.sh) fails on a
+#    suite the list leaves out, and test/README.md describes every suite.
 #
 # Uses a fresh database a2_docs on the test cluster (PGHOST/PGPORT from
 # scripts/test.sh) and /usr/bin/python3.  Takes a second.
@@ -47,7 +51,7 @@ check=(/usr/bin/python3 test/docs/check.py)
 "${check[@]}" functions docs/functions.md "$work/procs" || rc=1
 "${check[@]}" errors docs/errors.md "$("$PG_CONFIG" --includedir-server)/utils/errcodes.h" || rc=1
 "${check[@]}" snippets docs/clients.md || rc=1
-"${check[@]}" links README.md docs/*.md clients/node/README.md examples/clients/README.md || rc=1
+"${check[@]}" links README.md docs/*.md clients/node/README.md examples/clients/README.md test/README.md || rc=1
 
 # The contract lives in this repository.
 if grep -n -E 'SPEC\.md|shared folder' README.md docs/*.md; then
@@ -55,7 +59,38 @@ if grep -n -E 'SPEC\.md|shared folder' README.md docs/*.md; then
 	rc=1
 fi
 
+# The tests' layout: test/suites/SUITES and test/suites/*.sh agree, and
+# test/README.md describes every listed suite.  Then the check itself, on a
+# scratch directory: a suite left out of the list fails it, and a listed
+# suite without its run bit is listed all the same.
+# shellcheck source=test/lib/suites.sh
+. test/lib/suites.sh
+listed=$(a2_suites test/suites) || rc=1
+for name in $listed; do
+	if ! grep -qF "$name.sh" test/README.md; then
+		a2_warn "docs: test/README.md does not describe the suite test/suites/$name.sh"
+		rc=1
+	fi
+done
+a2_log "docs: $(wc -w <<<"$listed") suites listed in test/suites/SUITES"
+mkdir "$work/suites"
+printf '# a fixture\nlisted\n' >"$work/suites/SUITES"
+printf 'exit 0\n' >"$work/suites/listed.sh"
+printf 'exit 0\n' >"$work/suites/unlisted.sh"
+chmod 0644 "$work/suites/listed.sh"
+if a2_suites "$work/suites" >"$work/suites.out" 2>"$work/suites.err" ||
+	! grep -q 'unlisted.sh is not listed' "$work/suites.err"; then
+	a2_warn "docs: test/lib/suites.sh accepted a suite that test/suites/SUITES leaves out"
+	rc=1
+fi
+printf 'unlisted\n' >>"$work/suites/SUITES"
+if ! a2_suites "$work/suites" >"$work/suites.out" ||
+	[[ $(tr '\n' ' ' <"$work/suites.out") != 'listed unlisted ' ]]; then
+	a2_warn "docs: test/lib/suites.sh did not list exactly the two suites of its fixture: $(cat "$work/suites.out")"
+	rc=1
+fi
+
 if [[ $rc -ne 0 ]]; then
-	a2_die "docs: docs/ disagrees with the code (see DOCS: lines above)"
+	a2_die "docs: docs/ or test/README.md disagrees with the code (see the lines above)"
 fi
 a2_log "docs: passed"
