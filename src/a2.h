@@ -17,7 +17,7 @@
 /* the supported majors (it refuses the others) and their differences */
 #include "pg_compat.h"
 
-/* SQLSTATEs of SPEC section 5 (the standard ones come from errcodes.h) */
+/* SQLSTATEs of docs/errors.md (the standard ones come from errcodes.h) */
 #define ERRCODE_A2_PARTIAL_DUPLICATE_BATCH	MAKE_SQLSTATE('Z','2','0','0','1')
 #define ERRCODE_A2_SUPERSEDED_ATTEMPT		MAKE_SQLSTATE('Z','2','0','0','2')
 #define ERRCODE_A2_NOT_FOUND				MAKE_SQLSTATE('Z','2','0','0','3')
@@ -27,7 +27,7 @@
 /* a2_drop_session without force: the session has unfinished events */
 #define ERRCODE_A2_SESSION_UNFINISHED		MAKE_SQLSTATE('Z','2','0','1','0')
 
-/* Limits of SPEC section 5, "Sizes" */
+/* Limits of docs/errors.md, "What is checked" */
 #define A2_MAX_NAME_BYTES	1024	/* ids, session ids, lanes, holders, ... */
 #define A2_MAX_LIST_ITEMS	10000	/* elements of any batch or list */
 

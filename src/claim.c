@@ -18,7 +18,7 @@
  *	  when the statistics say sessions are short, and the generic plan
  *	  then read every row of the session through a bitmap scan (3,000 rows
  *	  for one claim in a W4 session after 1,500 cycles; bench/RESULTS.md,
- *	  issue 20).
+ *	  "Bytes per event, time-ordered ids, long transactions").
  *
  * IDENTIFICATION
  *	  src/claim.c

@@ -26,7 +26,7 @@ typedef struct A2ClaimArgs
 } A2ClaimArgs;
 
 /*
- * Claim every eligible event of args->session_id (SPEC section 4, claim):
+ * Claim every eligible event of args->session_id (docs/semantics.md, "Work: claims, leases and attempts"):
  * unprocessed, not dead-lettered, lane-ready, lease absent or expired at
  * now_ms, not excluded.  With skip_locked, rows another transaction has
  * locked are passed over instead of waited for.  Runs inside SPI; leaves

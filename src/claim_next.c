@@ -7,7 +7,7 @@
  *
  *	  Order (fairness): oldest "available since" first.  An eligible
  *	  event is available since its lease expired, or, when it carries no
- *	  lease, since it was created or fell due (not_before, SPEC 7.1),
+ *	  lease, since it was created or fell due (not_before, docs/semantics.md "Scheduling"),
  *	  whichever is later: coalesce(claim_expires_at, greatest(not_before,
  *	  created_at)).  The
  *	  partial index a2_events_available holds exactly the rows that can
@@ -29,7 +29,7 @@
  *	  block one another, and a transaction that claims here and later
  *	  completes, fails or appends in the same session already holds the
  *	  session lock those take first: no lock is ever taken out of order
- *	  (SPEC 7.2).  The work is a few index probes per session returned,
+ *	  (docs/semantics.md, "Isolation and re-entrancy").  The work is a few index probes per session returned,
  *	  whatever the number of sessions with work, and finished events are
  *	  not in the index at all.  Each probe reads the latest committed state
  *	  (also under REPEATABLE READ), so the events this call has just

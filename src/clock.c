@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * clock.c
- *	  The store clock.  SPEC section 3 "Clock": the wall clock
+ *	  The store clock.  docs/semantics.md, "The clock": the wall clock
  *	  (clock_timestamp()), unless the setting a2.now holds a timestamp.
  *
  *	  The setting is parsed once, when it is set, by the check hook: a value
@@ -11,7 +11,7 @@
  *	  a2 operation calls a2_clock_now_ms() once and uses that reading for
  *	  every timestamp it writes or compares.
  *
- *	  a2.allow_clock_override (SPEC 7.4, superuser-only): when off, a2.now
+ *	  a2.allow_clock_override (docs/settings.md, superuser-only): when off, a2.now
  *	  is refused (42501) to roles that are not superusers, at every a2 call
  *	  (a2_clock_now_ms and a2_spi_begin check it), so that a worker role
  *	  cannot move its clock forward and take over live leases.

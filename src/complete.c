@@ -10,7 +10,7 @@
  *	  snapshot rows.  (The TypeScript backend locks the row first and the
  *	  session second, the reverse of its append, and deadlocks.)
  *
- *	  Outcomes (SPEC section 4): processed by another attempt: superseded;
+ *	  Outcomes (docs/semantics.md, "Work: claims, leases and attempts"): processed by another attempt: superseded;
  *	  processed by this attempt: an idempotent retry that must repeat the
  *	  stored returned batch; not processed but at another attempt, not held,
  *	  or dead-lettered: superseded.  Otherwise insert the returned events

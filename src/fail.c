@@ -8,11 +8,13 @@
  *	  unprocessed, alive, at this attempt and held, the failure is counted,
  *	  the lease cleared and, at max_failures, the event dead-lettered, which
  *	  releases its snapshot pins as completion does.  A "failed" outcome is
- *	  re-claimable at once, or with retry_after_ms > 0 (SPEC 7.1 backoff)
- *	  from now + retry_after_ms: that becomes the event's not_before.  A
- *	  dead-lettered event stays unprocessed, so its lane stays blocked.
- *	  Otherwise the outcome is the one the seed's CASE computes, which makes
- *	  a repeated fail of the same attempt idempotent.
+ *	  re-claimable at once, or with retry_after_ms > 0 from now +
+ *	  retry_after_ms (docs/semantics.md, "Scheduling"): that becomes the
+ *	  event's not_before.  A dead-lettered event stays unprocessed, so its lane stays blocked.
+ *	  Otherwise: superseded when processed or another attempt holds it,
+ *	  dead_lettered when already dead-lettered, failed when this attempt
+ *	  failed it before, which makes a repeated fail of the same attempt
+ *	  idempotent (docs/functions.md, "a2_fail").
  *
  * IDENTIFICATION
  *	  src/fail.c

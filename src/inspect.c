@@ -53,7 +53,7 @@ static A2Statement bytewise_ids = {
 		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1,
 				"SELECT COALESCE(c.collprovider, d.datlocprovider) OPERATOR(pg_catalog.=) 'c'"
 				"   AND COALESCE(c.collcollate, d.datcollate)"
-				"       OPERATOR(pg_catalog.=) ANY ('{C,POSIX,C.UTF-8,C.utf8}'::pg_catalog.text[])"
+				"       OPERATOR(pg_catalog.=) ANY ('{C,POSIX,C.UTF-8,C.utf8}'::pg_catalog.text[]) AS bytewise"
 				"  FROM pg_catalog.pg_attribute a"
 				"  JOIN pg_catalog.pg_database d"
 				"    ON d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()"
@@ -64,6 +64,7 @@ static A2Statement bytewise_ids = {
 				"   AND a.attname OPERATOR(pg_catalog.=) 'session_id'"),
 	},
 	.nparams = 1, .params = {A2_PARAM("a2_events", OIDOID)},
+	.columns = A2_COLUMNS("bytewise")
 };
 
 /*
@@ -86,7 +87,7 @@ static A2Statement bytewise_ids = {
 	"   WHERE w.sid IS NOT NULL AND pg_catalog.starts_with(w.sid, $2)" \
 	"   LIMIT $3" \
 	")" \
-	" SELECT p.sid, a.event_count, a.pending_count, a.failed_count," \
+	" SELECT p.sid AS session_id, a.event_count, a.pending_count, a.failed_count," \
 	"        a.attempt_count, a.failure_count, a.first_event_at, a.updated_at" \
 	"   FROM page p CROSS JOIN LATERAL (" \
 	"     SELECT pg_catalog.count(*) AS event_count," \
@@ -109,20 +110,34 @@ static A2Statement bytewise_ids = {
  * shard reads the events of its first $3 matching sessions.
  */
 #define LIST_SESSIONS_DIST_SQL(first_op) \
-	"SELECT e.session_id, pg_catalog.count(*)," \
-	"       pg_catalog.count(*) FILTER (WHERE e.processed_at IS NULL AND e.failed_at IS NULL)," \
-	"       pg_catalog.count(*) FILTER (WHERE e.failed_at IS NOT NULL)," \
-	"       COALESCE(pg_catalog.sum(e.attempt_count), 0)::pg_catalog.int8," \
-	"       COALESCE(pg_catalog.sum(e.failure_count), 0)::pg_catalog.int8," \
-	"       pg_catalog.min(e.created_at)," \
+	"SELECT e.session_id, pg_catalog.count(*) AS event_count," \
+	"       pg_catalog.count(*) FILTER (WHERE e.processed_at IS NULL AND e.failed_at IS NULL) AS pending_count," \
+	"       pg_catalog.count(*) FILTER (WHERE e.failed_at IS NOT NULL) AS failed_count," \
+	"       COALESCE(pg_catalog.sum(e.attempt_count), 0)::pg_catalog.int8 AS attempt_count," \
+	"       COALESCE(pg_catalog.sum(e.failure_count), 0)::pg_catalog.int8 AS failure_count," \
+	"       pg_catalog.min(e.created_at) AS first_event_at," \
 	"       pg_catalog.max(GREATEST(e.created_at, e.first_claimed_at, e.last_claimed_at," \
-	"                               e.last_failed_at, e.processed_at, e.failed_at))" \
+	"                               e.last_failed_at, e.processed_at, e.failed_at)) AS updated_at" \
 	"  FROM @extschema@.a2_events e" \
 	" WHERE e.session_id " first_op " $1 AND pg_catalog.starts_with(e.session_id, $2)" \
 	"   AND $4 IS NOT NULL" \
 	" GROUP BY e.session_id ORDER BY e.session_id LIMIT $3"
 
+enum
+{
+	LIST_SESSION_ID = 1,
+	LIST_EVENT_COUNT,
+	LIST_PENDING_COUNT,
+	LIST_FAILED_COUNT,
+	LIST_ATTEMPT_COUNT,
+	LIST_FAILURE_COUNT,
+	LIST_FIRST_EVENT_AT,
+	LIST_UPDATED_AT
+};
+
 #define LIST_SESSIONS_PARAMS \
+	.columns = A2_COLUMNS("session_id", "event_count", "pending_count", "failed_count", \
+						  "attempt_count", "failure_count", "first_event_at", "updated_at"), \
 	.nparams = 4, \
 	.params = {A2_PARAM("start", TEXTOID), A2_PARAM("prefix", TEXTOID), \
 	A2_PARAM("rows", INT8OID), A2_PARAM("bytewise", BOOLOID)}
@@ -149,6 +164,14 @@ static A2Statement list_after = {
 	LIST_SESSIONS_PARAMS
 };
 
+enum
+{
+	SNAPSHOTS_REDUCER_NAME = 1,
+	SNAPSHOTS_UP_TO_INDEX,
+	SNAPSHOTS_UPDATED_AT,
+	SNAPSHOTS_HEAD
+};
+
 static A2Statement list_snapshots = {
 	.name = "inspect.list_snapshots",
 	.texts = {
@@ -163,6 +186,7 @@ static A2Statement list_snapshots = {
 	},
 	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("include_history", BOOLOID)},
 	.session_param = 1,
+	.columns = A2_COLUMNS("reducer_name", "up_to_index", "updated_at", "head")
 };
 
 A2_STATEMENT_GROUP(inspect, &bytewise_ids, &list_first, &list_after, &list_snapshots);
@@ -186,24 +210,25 @@ list_sessions(const char *prefix, const char *cursor, int max_sessions)
 {
 	A2Call		call;
 	A2Json		js = NULL;
-	Datum		values[4];
+	A2Args		a;
 	bool		bytewise;
 	uint64		n;
 	uint64		shown;
 	Jsonb	   *result;
 
 	a2_call_begin(&call, NULL);
-	values[0] = ObjectIdGetDatum(a2_relid("a2_events"));
-	if (a2_exec_values(&bytewise_ids, values, NULL, 1, true, SPI_OK_SELECT) != 1)
+	a2_args_init(&a, &bytewise_ids);
+	a2_bind(&a, 1, OIDOID, ObjectIdGetDatum(a2_relid("a2_events")));
+	if (a2_exec(&a, true, SPI_OK_SELECT) != 1)
 		elog(ERROR, "a2_events.session_id not found");
 	bytewise = a2_col_bool(0, 1);
 
-	values[0] = CStringGetTextDatum(cursor ? cursor : (bytewise ? prefix : ""));
-	values[1] = CStringGetTextDatum(prefix);
-	values[2] = Int64GetDatum((int64) max_sessions + 1);
-	values[3] = BoolGetDatum(bytewise);
-	n = a2_exec_values(cursor ? &list_after : &list_first, values, NULL, 4, true,
-				SPI_OK_SELECT);
+	a2_args_init(&a, cursor ? &list_after : &list_first);
+	a2_bind_text(&a, 1, cursor ? cursor : (bytewise ? prefix : ""));
+	a2_bind_text(&a, 2, prefix);
+	a2_bind_int8(&a, 3, (int64) max_sessions + 1);
+	a2_bind_bool(&a, 4, bytewise);
+	n = a2_exec(&a, true, SPI_OK_SELECT);
 	shown = Min(n, (uint64) max_sessions);
 
 	a2j_begin_object(&js, NULL);
@@ -211,19 +236,19 @@ list_sessions(const char *prefix, const char *cursor, int max_sessions)
 	for (uint64 r = 0; r < shown; r++)
 	{
 		a2j_begin_object(&js, NULL);
-		a2j_string(&js, "sessionId", a2_col_text(r, 1));
-		a2j_int(&js, "eventCount", a2_col_int64(r, 2));
-		a2j_int(&js, "pendingCount", a2_col_int64(r, 3));
-		a2j_int(&js, "failedCount", a2_col_int64(r, 4));
-		a2j_int(&js, "attemptCount", a2_col_int64(r, 5));
-		a2j_int(&js, "failureCount", a2_col_int64(r, 6));
-		a2j_iso(&js, "firstEventAt", a2_col_int64(r, 7));
-		a2j_iso(&js, "updatedAt", a2_col_int64(r, 8));
+		a2j_string(&js, "sessionId", a2_col_text(r, LIST_SESSION_ID));
+		a2j_int(&js, "eventCount", a2_col_int64(r, LIST_EVENT_COUNT));
+		a2j_int(&js, "pendingCount", a2_col_int64(r, LIST_PENDING_COUNT));
+		a2j_int(&js, "failedCount", a2_col_int64(r, LIST_FAILED_COUNT));
+		a2j_int(&js, "attemptCount", a2_col_int64(r, LIST_ATTEMPT_COUNT));
+		a2j_int(&js, "failureCount", a2_col_int64(r, LIST_FAILURE_COUNT));
+		a2j_iso(&js, "firstEventAt", a2_col_int64(r, LIST_FIRST_EVENT_AT));
+		a2j_iso(&js, "updatedAt", a2_col_int64(r, LIST_UPDATED_AT));
 		a2j_end_object(&js);
 	}
 	a2j_end_array(&js);
 	if (n > shown)
-		a2j_string(&js, "cursor", a2_col_text(shown - 1, 1));
+		a2j_string(&js, "cursor", a2_col_text(shown - 1, LIST_SESSION_ID));
 	else
 		a2j_null(&js, "cursor");
 	result = a2j_finish(a2j_end_object(&js), call.caller);
@@ -260,25 +285,26 @@ list_session_snapshots(const char *session_id, bool include_history)
 {
 	A2Call		call;
 	A2Json		js = NULL;
-	Datum		values[2];
+	A2Args		a;
 	uint64		n;
 	Jsonb	   *result;
 
-	a2_call_begin(&call, NULL);
-	values[0] = CStringGetTextDatum(session_id);
-	values[1] = BoolGetDatum(include_history);
-	n = a2_exec_values(&list_snapshots, values, NULL, 2, true, SPI_OK_SELECT);
+	a2_call_begin(&call, session_id);
+	a2_args_init(&a, &list_snapshots);
+	a2_bind(&a, 1, TEXTOID, call.session);
+	a2_bind_bool(&a, 2, include_history);
+	n = a2_exec(&a, true, SPI_OK_SELECT);
 
 	a2j_begin_array(&js, NULL);
 	for (uint64 r = 0; r < n; r++)
 	{
 		a2j_begin_object(&js, NULL);
-		a2j_string(&js, "reducerName", a2_col_text(r, 1));
-		a2j_int(&js, "index", a2_col_int64(r, 2));
-		a2j_iso(&js, "updatedAt", a2_col_int64(r, 3));
+		a2j_string(&js, "reducerName", a2_col_text(r, SNAPSHOTS_REDUCER_NAME));
+		a2j_int(&js, "index", a2_col_int64(r, SNAPSHOTS_UP_TO_INDEX));
+		a2j_iso(&js, "updatedAt", a2_col_int64(r, SNAPSHOTS_UPDATED_AT));
 		/* the 0.5 shape has no flag: only a listing with history gets one */
 		if (include_history)
-			a2j_bool(&js, "head", a2_col_bool(r, 4));
+			a2j_bool(&js, "head", a2_col_bool(r, SNAPSHOTS_HEAD));
 		a2j_end_object(&js);
 	}
 	result = a2j_finish(a2j_end_array(&js), call.caller);

@@ -135,7 +135,7 @@ extern Jsonb *a2_make_cause(int64 index, int64 attempt, int64 batch_size);
 extern bool a2_json_int64(const JsonbValue *v, int64 *result);
 
 /*
- * Field lookup in a JSON object: false when absent or JSON null (SPEC: a
+ * Field lookup in a JSON object: false when absent or JSON null (docs/json.md: a
  * null optional field means absent).
  */
 extern bool a2_json_field(JsonbContainer *obj, const char *key, JsonbValue *out);

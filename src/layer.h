@@ -24,7 +24,7 @@
  *	  spi_plans.c (-> shard_pin.c), session.c; neither layer calls an
  *	  operation file.
  *
- *	  Lock order (SPEC 4, 7.2), the same in both layers: the session lock
+ *	  Lock order (docs/semantics.md, "Locking"), the same in both layers: the session lock
  *	  first, then event rows in index order, then snapshot rows; presence
  *	  writers take the participant lock only.  The try forms never wait for
  *	  another call (distributed.c's may wait while a shard move switches
@@ -94,7 +94,7 @@ typedef struct A2Layer
 	/*
 	 * Insert a validated batch (ids filled in) after the session's greatest
 	 * index, under the session lock, inside a2_spi_begin/end.  `generated`:
-	 * every id was generated here.  Lane readiness per SPEC 4.
+	 * every id was generated here.  Lane readiness per docs/semantics.md, "Lanes".
 	 */
 	void		(*insert_events) (const char *session_id, A2EventInput *events,
 								  int count, int64 now_ms, bool generated,

@@ -327,7 +327,10 @@ static A2Statement delete_fields = {
 				"  ON CONFLICT (ns, participant, field) DO UPDATE"
 				"    SET at = excluded.at, expires_at = excluded.expires_at"),
 	},
-	.nparams = 6, .params = {A2_PARAM("ns", TEXTOID), A2_PARAM("participant", TEXTOID), A2_PARAM("fields", TEXTARRAYOID), A2_PARAM("at", INT8OID), A2_PARAM("now", INT8OID), A2_PARAM("expires_at", INT8OID)},
+	.nparams = 6,
+	.params = {A2_PARAM("ns", TEXTOID), A2_PARAM("participant", TEXTOID),
+		A2_PARAM("fields", TEXTARRAYOID), A2_PARAM("at", INT8OID),
+		A2_PARAM("now", INT8OID), A2_PARAM("expires_at", INT8OID)},
 };
 
 static A2Statement set_fields = {
@@ -352,7 +355,11 @@ static A2Statement set_fields = {
 				"    SET value = excluded.value, seen = excluded.seen,"
 				"        at = excluded.at, expires_at = excluded.expires_at"),
 	},
-	.nparams = 8, .params = {A2_PARAM("ns", TEXTOID), A2_PARAM("participant", TEXTOID), A2_PARAM("fields", TEXTARRAYOID), A2_PARAM("values", JSONBARRAYOID), A2_PARAM("seen", INT8OID), A2_PARAM("at", INT8OID), A2_PARAM("now", INT8OID), A2_PARAM("expires_at", INT8OID)},
+	.nparams = 8,
+	.params = {A2_PARAM("ns", TEXTOID), A2_PARAM("participant", TEXTOID),
+		A2_PARAM("fields", TEXTARRAYOID), A2_PARAM("values", JSONBARRAYOID),
+		A2_PARAM("seen", INT8OID), A2_PARAM("at", INT8OID), A2_PARAM("now", INT8OID),
+		A2_PARAM("expires_at", INT8OID)},
 };
 
 static Datum
@@ -384,29 +391,34 @@ static void
 local_presence_write(const A2PresenceWrite *w)
 {
 	A2Call		call;
-	Datum		values[8];
+	A2Args		a;
 
-	a2_call_begin(&call, NULL);
+	/* the call's "session" is the namespace: presence is keyed by ns */
+	a2_call_begin(&call, w->ns);
 	local_lock_participant(w->ns, w->participant);
-	values[0] = CStringGetTextDatum(w->ns);
-	values[1] = CStringGetTextDatum(w->participant);
 	if (w->ndel > 0)
 	{
-		values[2] = a2_text_array(w->del_fields, w->ndel);
-		values[3] = Int64GetDatum(w->at_ms);
-		values[4] = Int64GetDatum(w->now_ms);
-		values[5] = Int64GetDatum(w->expires_ms);
-		a2_exec_values_latest(&delete_fields, values, NULL, 6, SPI_OK_INSERT);
+		a2_args_init(&a, &delete_fields);
+		a2_bind(&a, 1, TEXTOID, call.session);
+		a2_bind_text(&a, 2, w->participant);
+		a2_bind(&a, 3, TEXTARRAYOID, a2_text_array(w->del_fields, w->ndel));
+		a2_bind_int8(&a, 4, w->at_ms);
+		a2_bind_int8(&a, 5, w->now_ms);
+		a2_bind_int8(&a, 6, w->expires_ms);
+		a2_exec_latest(&a, SPI_OK_INSERT);
 	}
 	if (w->nset > 0)
 	{
-		values[2] = a2_text_array(w->set_fields, w->nset);
-		values[3] = a2_jsonb_array(w->set_values, w->nset);
-		values[4] = Int64GetDatum(w->seen);
-		values[5] = Int64GetDatum(w->at_ms);
-		values[6] = Int64GetDatum(w->now_ms);
-		values[7] = Int64GetDatum(w->expires_ms);
-		a2_exec_values_latest(&set_fields, values, NULL, 8, SPI_OK_INSERT);
+		a2_args_init(&a, &set_fields);
+		a2_bind(&a, 1, TEXTOID, call.session);
+		a2_bind_text(&a, 2, w->participant);
+		a2_bind(&a, 3, TEXTARRAYOID, a2_text_array(w->set_fields, w->nset));
+		a2_bind(&a, 4, JSONBARRAYOID, a2_jsonb_array(w->set_values, w->nset));
+		a2_bind_int8(&a, 5, w->seen);
+		a2_bind_int8(&a, 6, w->at_ms);
+		a2_bind_int8(&a, 7, w->now_ms);
+		a2_bind_int8(&a, 8, w->expires_ms);
+		a2_exec_latest(&a, SPI_OK_INSERT);
 	}
 	a2_call_end(&call);
 }
@@ -423,7 +435,9 @@ static A2Statement insert_pins = {
 				" SELECT $1, i.idx, $2, $3 FROM pg_catalog.unnest($4) AS i(idx)"
 				" ON CONFLICT DO NOTHING"),
 	},
-	.nparams = 4, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID), A2_PARAM("up_to_index", INT8OID), A2_PARAM("event_indexes", INT8ARRAYOID)},
+	.nparams = 4,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID),
+		A2_PARAM("up_to_index", INT8OID), A2_PARAM("event_indexes", INT8ARRAYOID)},
 	.session_param = 1,
 };
 
@@ -447,23 +461,25 @@ static void
 local_insert_pins(const char *session_id, const char *reducer, int64 index,
 				  const int64 *pins, int n)
 {
-	Datum		values[4];
+	A2Args		a;
 
-	values[0] = CStringGetTextDatum(session_id);
-	values[1] = CStringGetTextDatum(reducer);
-	values[2] = Int64GetDatum(index);
-	values[3] = a2_int8_array(unconstify(int64 *, pins), NULL, n);
-	a2_exec_values_latest(&insert_pins, values, NULL, 4, SPI_OK_INSERT);
+	a2_args_init(&a, &insert_pins);
+	a2_bind_text(&a, 1, session_id);
+	a2_bind_text(&a, 2, reducer);
+	a2_bind_int8(&a, 3, index);
+	a2_bind(&a, 4, INT8ARRAYOID, a2_int8_array(unconstify(int64 *, pins), NULL, n));
+	a2_exec_latest(&a, SPI_OK_INSERT);
 }
 
 static void
 local_head_to_history(const char *session_id, const char *reducer)
 {
-	Datum		values[2];
+	A2Args		a;
 
-	values[0] = CStringGetTextDatum(session_id);
-	values[1] = CStringGetTextDatum(reducer);
-	a2_exec_values_latest(&head_to_history, values, NULL, 2, SPI_OK_INSERT);
+	a2_args_init(&a, &head_to_history);
+	a2_bind_text(&a, 1, session_id);
+	a2_bind_text(&a, 2, reducer);
+	a2_exec_latest(&a, SPI_OK_INSERT);
 }
 
 /* ---- state reads (state.c): every request in one statement ----------- */
@@ -494,8 +510,10 @@ static A2Statement read_states = {
 				"      ) u ORDER BY u.up_to_index DESC LIMIT 1"
 				"    ) c ON true"
 				") "
-				"SELECT NULL::pg_catalog.text, NULL::bigint, NULL::pg_catalog.text, NULL::pg_catalog.jsonb, NULL::pg_catalog.text, NULL::bigint,"
-				"       sel.ord, 0, sel.head_index, sel.snap_index, sel.snap_state"
+				"SELECT NULL::pg_catalog.text AS session_id, NULL::bigint AS idx,"
+				"       NULL::pg_catalog.text AS event_type, NULL::pg_catalog.jsonb AS payload,"
+				"       NULL::pg_catalog.text AS event_id, NULL::bigint AS created_at,"
+				"       sel.ord, 0 AS kind, sel.head_index, sel.snap_index, sel.snap_state"
 				"  FROM sel "
 				"UNION ALL "
 				"SELECT e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at,"
@@ -510,20 +528,25 @@ static A2Statement read_states = {
 				"  ) e "
 				"ORDER BY 7, 8, 2"),
 	},
-	.nparams = 4, .params = {A2_PARAM("session_ids", TEXTARRAYOID), A2_PARAM("through_indexes", INT8ARRAYOID), A2_PARAM("snapshot_through_indexes", INT8ARRAYOID), A2_PARAM("reducer_name", TEXTOID)},
+	.nparams = 4,
+	.params = {A2_PARAM("session_ids", TEXTARRAYOID), A2_PARAM("through_indexes", INT8ARRAYOID),
+	A2_PARAM("snapshot_through_indexes", INT8ARRAYOID), A2_PARAM("reducer_name", TEXTOID)},
+	.columns = A2_COLUMNS("session_id", "idx", "event_type", "payload", "event_id", "created_at",
+						  "ord", "kind", "head_index", "snap_index", "snap_state")
 };
 
 static void
 local_read_states(const A2StateRequests *req, const char *reducer,
 				  A2RowsCallback emit, void *arg)
 {
-	Datum		values[4];
+	A2Args		a;
 
-	values[0] = a2_text_array(req->sessions, req->count);
-	values[1] = a2_int8_array(req->through, req->through_null, req->count);
-	values[2] = a2_int8_array(req->snap_through, req->snap_null, req->count);
-	values[3] = CStringGetTextDatum(reducer);
-	emit(a2_exec_values(&read_states, values, NULL, 4, true, SPI_OK_SELECT), arg);
+	a2_args_init(&a, &read_states);
+	a2_bind(&a, 1, TEXTARRAYOID, a2_text_array(req->sessions, req->count));
+	a2_bind(&a, 2, INT8ARRAYOID, a2_int8_array(req->through, req->through_null, req->count));
+	a2_bind(&a, 3, INT8ARRAYOID, a2_int8_array(req->snap_through, req->snap_null, req->count));
+	a2_bind_text(&a, 4, reducer);
+	emit(a2_exec(&a, true, SPI_OK_SELECT), arg);
 }
 
 /* ---- a2_claim_next's walk (claim_next.c) ----------------------------- */
@@ -580,27 +603,31 @@ A2_STATEMENT_GROUP(local, &insert_batch, &insert_generated, &insert_one, &insert
 static bool
 local_next_available(int64 now_ms, int64 *after_at, char **after_session)
 {
-	Datum		values[3];
+	A2Args		a;
 
-	values[0] = Int64GetDatum(now_ms);
-	values[1] = Int64GetDatum(*after_at);
-	values[2] = CStringGetTextDatum(*after_session);
-	if (a2_exec_values_latest(&next_candidate, values, NULL, 3, SPI_OK_SELECT) == 0)
+	a2_args_init(&a, &next_candidate);
+	a2_bind_int8(&a, 1, now_ms);
+	a2_bind_int8(&a, 2, *after_at);
+	a2_bind_text(&a, 3, *after_session);
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
 		return false;
-	*after_session = a2_col_text(0, 1);
-	*after_at = a2_col_int64(0, 2);
+	*after_session = a2_col_text(0, 1);	/* session_id */
+	*after_at = a2_col_int64(0, 2); /* available_at */
 	return true;
 }
 
 static bool
 local_next_retry_at(int64 now_ms, int64 *at)
 {
-	Datum		value = Int64GetDatum(now_ms);
+	A2Args		a;
 	bool		isnull;
+	Datum		value;
 
-	if (a2_exec_values(&next_after_now, &value, NULL, 1, false, SPI_OK_SELECT) == 0)
+	a2_args_init(&a, &next_after_now);
+	a2_bind_int8(&a, 1, now_ms);
+	if (a2_exec(&a, false, SPI_OK_SELECT) == 0)
 		return false;
-	value = a2_col(0, 1, &isnull);
+	value = a2_col(0, 1, &isnull);	/* available_at */
 	if (isnull)
 		return false;
 	*at = DatumGetInt64(value);

@@ -4,7 +4,7 @@
  *	  Library entry point of the a2 extension.
  *
  *	  Defines the a2.* settings and the shared-memory requests of the
- *	  notifier and the scheduler.  Locking (SPEC section 4) is the layer's:
+ *	  notifier and the scheduler.  Locking (docs/semantics.md, "Locking") is the layer's:
  *	  see layer.h (the session lock first, then event rows in index order,
  *	  then snapshot rows).
  *

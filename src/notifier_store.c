@@ -49,7 +49,7 @@
  *	  Room to grow: each item has a due time (0 = when the transaction
  *	  commits) and the header a record kind, so a later version can keep
  *	  other announcements here -- written at pre-commit, judged by the same
- *	  rule, removed once made.  SPEC 7.1's due announcements took the other
+ *	  rule, removed once made.  Due announcements (docs/semantics.md, "Scheduling") took the other
  *	  way a restart can recover them: scheduler.c rebuilds them from
  *	  a2_events.not_before, at no cost per commit.  Readers refuse versions
  *	  and kinds they do not know (".bad"), so an older a2 never misreads a

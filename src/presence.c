@@ -77,6 +77,7 @@ static A2Statement expired_participants = {
 				") x LIMIT " CppAsString2(A2_SWEEP_BATCH)),
 	},
 	.nparams = 2, .params = {A2_PARAM("ns", TEXTOID), A2_PARAM("now", INT8OID)},
+	.columns = A2_COLUMNS("participant")
 };
 
 /* expired rows of participant $3 in namespace $1, whose lock we hold */
@@ -92,7 +93,19 @@ static A2Statement sweep_participant = {
 				"   WHERE t.ns OPERATOR(pg_catalog.=) $1 AND t.participant OPERATOR(pg_catalog.=) $3"
 				"     AND t.expires_at OPERATOR(pg_catalog.<=) $2"),
 	},
-	.nparams = 3, .params = {A2_PARAM("ns", TEXTOID), A2_PARAM("now", INT8OID), A2_PARAM("participant", TEXTOID)},
+	.nparams = 3,
+	.params = {A2_PARAM("ns", TEXTOID), A2_PARAM("now", INT8OID),
+		A2_PARAM("participant", TEXTOID)},
+};
+
+enum
+{
+	LIVE_PARTICIPANT = 1,
+	LIVE_FIELD,
+	LIVE_VALUE,
+	LIVE_SEEN,
+	LIVE_AT,
+	LIVE_EXPIRES_AT
 };
 
 static A2Statement read_live = {
@@ -105,6 +118,7 @@ static A2Statement read_live = {
 				" ORDER BY p.participant, p.field"),
 	},
 	.nparams = 2, .params = {A2_PARAM("ns", TEXTOID), A2_PARAM("now", INT8OID)},
+	.columns = A2_COLUMNS("participant", "field", "value", "seen", "at", "expires_at")
 };
 
 A2_STATEMENT_GROUP(presence, &expired_participants, &sweep_participant, &read_live);
@@ -195,22 +209,30 @@ may_sweep(void)
 
 /* Delete expired rows of the participants whose lock is free; never waits. */
 static void
-sweep_expired(Datum ns, Datum now)
+sweep_expired(const A2Call *call, int64 now_ms)
 {
-	const char *ns_str = TextDatumGetCString(ns);
-	uint64		n = a2_exec_values_latest(&expired_participants, (Datum[]) {ns, now}, NULL, 2,
-												   SPI_OK_SELECT);
-	char	  **participants = palloc(sizeof(char *) * Max(n, 1));
+	A2Args		a;
+	uint64		n;
+	char	  **participants;
+
+	a2_args_init(&a, &expired_participants);
+	a2_bind(&a, 1, TEXTOID, call->session);
+	a2_bind_int8(&a, 2, now_ms);
+	n = a2_exec_latest(&a, SPI_OK_SELECT);
+	participants = palloc(sizeof(char *) * Max(n, 1));
 
 	/* the next statements replace SPI_tuptable: copy the names first */
 	for (uint64 r = 0; r < n; r++)
-		participants[r] = a2_col_text(r, 1);
+		participants[r] = a2_col_text(r, 1);	/* participant */
 	for (uint64 r = 0; r < n; r++)
 	{
-		if (!a2_layer()->try_lock_participant(ns_str, participants[r]))
+		if (!call->layer->try_lock_participant(call->session_id, participants[r]))
 			continue;
-		a2_exec_values_latest(&sweep_participant, (Datum[]) {ns, now, CStringGetTextDatum(participants[r])}, NULL, 3,
-							  SPI_OK_DELETE);
+		a2_args_init(&a, &sweep_participant);
+		a2_bind(&a, 1, TEXTOID, call->session);
+		a2_bind_int8(&a, 2, now_ms);
+		a2_bind_text(&a, 3, participants[r]);
+		a2_exec_latest(&a, SPI_OK_DELETE);
 	}
 }
 
@@ -219,20 +241,22 @@ presence_read(const char *ns, int64 now_ms)
 {
 	A2Call		call;
 	A2Json		js = NULL;
-	Datum		values[2];
+	A2Args		a;
 	uint64		n;
 	Jsonb	   *result;
 
-	a2_call_begin(&call, NULL);
-	values[0] = CStringGetTextDatum(ns);
-	values[1] = Int64GetDatum(now_ms);
+	/* the call's "session" is the namespace: presence is keyed by ns */
+	a2_call_begin(&call, ns);
 	/*
 	 * The sweep is housekeeping: skip it where deleting is not allowed (a
 	 * read-only transaction, or a reader granted SELECT only).
 	 */
 	if (!XactReadOnly && may_sweep())
-		sweep_expired(values[0], values[1]);
-	n = a2_exec_values(&read_live, values, NULL, 2, false, SPI_OK_SELECT);
+		sweep_expired(&call, now_ms);
+	a2_args_init(&a, &read_live);
+	a2_bind(&a, 1, TEXTOID, call.session);
+	a2_bind_int8(&a, 2, now_ms);
+	n = a2_exec(&a, false, SPI_OK_SELECT);
 
 	a2j_begin_array(&js, NULL);
 	for (uint64 r = 0; r < n; r++)
@@ -240,12 +264,12 @@ presence_read(const char *ns, int64 now_ms)
 		bool		isnull;
 
 		a2j_begin_object(&js, NULL);
-		a2j_string(&js, "participant", a2_col_text(r, 1));
-		a2j_string(&js, "field", a2_col_text(r, 2));
-		a2j_jsonb(&js, "value", DatumGetJsonbP(a2_col(r, 3, &isnull)));
-		a2j_int(&js, "seen", a2_col_int64(r, 4));
-		a2j_iso(&js, "at", a2_col_int64(r, 5));
-		a2j_iso(&js, "expiresAt", a2_col_int64(r, 6));
+		a2j_string(&js, "participant", a2_col_text(r, LIVE_PARTICIPANT));
+		a2j_string(&js, "field", a2_col_text(r, LIVE_FIELD));
+		a2j_jsonb(&js, "value", DatumGetJsonbP(a2_col(r, LIVE_VALUE, &isnull)));
+		a2j_int(&js, "seen", a2_col_int64(r, LIVE_SEEN));
+		a2j_iso(&js, "at", a2_col_int64(r, LIVE_AT));
+		a2j_iso(&js, "expiresAt", a2_col_int64(r, LIVE_EXPIRES_AT));
 		a2j_end_object(&js);
 	}
 	result = a2j_finish(a2j_end_array(&js), call.caller);

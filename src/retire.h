@@ -8,7 +8,7 @@
  *	  rows, so indexes are never reused.  a2_drop_finished_sessions is the
  *	  bounded batch form for a scheduled job.
  *
- *	  Lock order (SPEC section 4): the session advisory lock, then the
+ *	  Lock order (docs/semantics.md, "Locking"): the session advisory lock, then the
  *	  session's event rows FOR UPDATE in index order, then snapshot rows.
  *	  The batch form only try-locks a session and skips it when busy.
  *

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * scheduler.h
- *	  Announcements of scheduled events when they fall due (SPEC 7.1),
+ *	  Announcements of scheduled events when they fall due (docs/semantics.md, "Scheduling"),
  *	  with a2 preloaded: a launcher background worker and one scheduler
  *	  worker per database that has scheduled work.
  *

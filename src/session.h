@@ -28,7 +28,7 @@ extern bool a2_session_has_pending(const char *session_id);
 
 /*
  * blocked[i]: an earlier unsettled event of the batch has event i's lane
- * (the lane rule of SPEC 4, shared by both layers' inserts).
+ * (the lane rule of docs/semantics.md, "Lanes", shared by both layers' inserts).
  */
 extern void a2_batch_blocked_lanes(A2EventInput *events, int count, bool *blocked);
 

@@ -49,8 +49,10 @@ static A2Statement lock_unfinished = {
 				"   AND e.processed_at IS NULL AND e.failed_at IS NULL"
 				" ORDER BY e.idx FOR SHARE"),
 	},
-	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("pin_event_indexes", INT8ARRAYOID)},
+	.nparams = 2,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("pin_event_indexes", INT8ARRAYOID)},
 	.session_param = 1,
+	.columns = A2_COLUMNS("idx")
 };
 
 static A2Statement lock_head = {
@@ -62,6 +64,7 @@ static A2Statement lock_head = {
 	},
 	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID)},
 	.session_param = 1,
+	.columns = A2_COLUMNS("up_to_index")
 };
 
 
@@ -70,10 +73,14 @@ static A2Statement is_pinned = {
 	.texts = {
 		A2_TEXT(A2_SINGLE | A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1,
 				"SELECT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p"
-				"  WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.reducer_name OPERATOR(pg_catalog.=) $2 AND p.up_to_index OPERATOR(pg_catalog.=) $3)"),
+				"  WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.reducer_name OPERATOR(pg_catalog.=) $2"
+				"    AND p.up_to_index OPERATOR(pg_catalog.=) $3) AS pinned"),
 	},
-	.nparams = 3, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID), A2_PARAM("up_to_index", INT8OID)},
+	.nparams = 3,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID),
+		A2_PARAM("up_to_index", INT8OID)},
 	.session_param = 1,
+	.columns = A2_COLUMNS("pinned")
 };
 
 
@@ -90,7 +97,10 @@ static A2Statement put_head = {
 				"       updated_at = excluded.updated_at"
 				"   WHERE excluded.up_to_index OPERATOR(pg_catalog.>=) s.up_to_index"),
 	},
-	.nparams = 5, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID), A2_PARAM("up_to_index", INT8OID), A2_PARAM("state", JSONBOID), A2_PARAM("now", INT8OID)},
+	.nparams = 5,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID),
+		A2_PARAM("up_to_index", INT8OID), A2_PARAM("state", JSONBOID),
+		A2_PARAM("now", INT8OID)},
 	.session_param = 1,
 };
 
@@ -104,7 +114,10 @@ static A2Statement put_history = {
 				" ON CONFLICT (session_id, reducer_name, up_to_index) DO UPDATE"
 				"   SET state = excluded.state, updated_at = excluded.updated_at"),
 	},
-	.nparams = 5, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID), A2_PARAM("up_to_index", INT8OID), A2_PARAM("state", JSONBOID), A2_PARAM("now", INT8OID)},
+	.nparams = 5,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID),
+		A2_PARAM("up_to_index", INT8OID), A2_PARAM("state", JSONBOID),
+		A2_PARAM("now", INT8OID)},
 	.session_param = 1,
 };
 
@@ -115,7 +128,9 @@ static A2Statement drop_history_at = {
 				"DELETE FROM @extschema@.a2_snapshot_history h"
 				" WHERE h.session_id OPERATOR(pg_catalog.=) $1 AND h.reducer_name OPERATOR(pg_catalog.=) $2 AND h.up_to_index OPERATOR(pg_catalog.=) $3"),
 	},
-	.nparams = 3, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID), A2_PARAM("up_to_index", INT8OID)},
+	.nparams = 3,
+	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("reducer_name", TEXTOID),
+		A2_PARAM("up_to_index", INT8OID)},
 	.session_param = 1,
 };
 
@@ -140,7 +155,25 @@ typedef struct PutContext
 	int64	   *unfinished;		/* sorted */
 	int			nunfinished;
 	int64		now_ms;
+	A2Call	   *call;
 } PutContext;
+
+/* Bind (session_id, reducer_name[, up_to_index[, state, now]]) in order. */
+static void
+bind_snapshot(A2Args *a, A2Statement *stmt, PutContext *ctx, int64 index,
+			  Jsonb *state)
+{
+	a2_args_init(a, stmt);
+	a2_bind(a, 1, TEXTOID, ctx->call->session);
+	a2_bind_text(a, 2, ctx->reducer);
+	if (stmt->nparams >= 3)
+		a2_bind_int8(a, 3, index);
+	if (stmt->nparams >= 5)
+	{
+		a2_bind(a, 4, JSONBOID, JsonbPGetDatum(state));
+		a2_bind_int8(a, 5, ctx->now_ms);
+	}
+}
 
 static int
 cmp_write(const void *a, const void *b)
@@ -220,7 +253,7 @@ lock_pinned_events(PutContext *ctx)
 {
 	int			total = 0;
 	int64	   *all;
-	Datum		values[2];
+	A2Args		a;
 	uint64		n;
 
 	for (int i = 0; i < ctx->count; i++)
@@ -235,12 +268,13 @@ lock_pinned_events(PutContext *ctx)
 		for (int j = 0; j < ctx->writes[i].npins; j++)
 			all[total++] = ctx->writes[i].pins[j];
 
-	values[0] = CStringGetTextDatum(ctx->session_id);
-	values[1] = a2_int8_array(all, NULL, total);
-	n = a2_exec_values_latest(&lock_unfinished, values, NULL, 2, SPI_OK_SELECT);
+	a2_args_init(&a, &lock_unfinished);
+	a2_bind(&a, 1, TEXTOID, ctx->call->session);
+	a2_bind(&a, 2, INT8ARRAYOID, a2_int8_array(all, NULL, total));
+	n = a2_exec_latest(&a, SPI_OK_SELECT);
 	ctx->unfinished = palloc(sizeof(int64) * Max(n, 1));
 	for (uint64 r = 0; r < n; r++)
-		ctx->unfinished[ctx->nunfinished++] = a2_col_int64(r, 1);
+		ctx->unfinished[ctx->nunfinished++] = a2_col_int64(r, 1);	/* idx */
 }
 
 static void
@@ -264,55 +298,55 @@ pin_write(PutContext *ctx, SnapshotWrite *w)
 static bool
 pinned(PutContext *ctx, int64 index)
 {
-	Datum		values[3];
+	A2Args		a;
 
-	values[0] = CStringGetTextDatum(ctx->session_id);
-	values[1] = CStringGetTextDatum(ctx->reducer);
-	values[2] = Int64GetDatum(index);
-	a2_exec_values_latest(&is_pinned, values, NULL, 3, SPI_OK_SELECT);
-	return a2_col_bool(0, 1);
+	bind_snapshot(&a, &is_pinned, ctx, index, NULL);
+	a2_exec_latest(&a, SPI_OK_SELECT);
+	return a2_col_bool(0, 1);	/* pinned */
 }
 
 static void
 put_snapshots(PutContext *ctx)
 {
 	A2Call		call;
-	Datum		values[5];
+	A2Args		a;
 	bool		has_head;
 	int64		head = 0;
 
-	a2_call_begin(&call, NULL);
+	a2_call_begin(&call, ctx->session_id);
+	ctx->call = &call;
 	a2_lock_session(ctx->session_id);
 	lock_pinned_events(ctx);	/* ctx->unfinished arrives sorted by idx */
 	qsort(ctx->writes, ctx->count, sizeof(SnapshotWrite), cmp_write);
 
-	values[0] = CStringGetTextDatum(ctx->session_id);
-	values[1] = CStringGetTextDatum(ctx->reducer);
-	has_head = a2_exec_values_latest(&lock_head, values, NULL, 2, SPI_OK_SELECT) > 0;
+	bind_snapshot(&a, &lock_head, ctx, 0, NULL);
+	has_head = a2_exec_latest(&a, SPI_OK_SELECT) > 0;
 	if (has_head)
-		head = a2_col_int64(0, 1);
+		head = a2_col_int64(0, 1);	/* up_to_index */
 
 	for (int i = 0; i < ctx->count; i++)
 	{
 		SnapshotWrite *w = &ctx->writes[i];
 
 		pin_write(ctx, w);
-		values[2] = Int64GetDatum(w->index);
-		values[3] = JsonbPGetDatum(w->state);
-		values[4] = Int64GetDatum(ctx->now_ms);
 		if (!has_head || w->index >= head)
 		{
 			if (has_head && w->index > head && pinned(ctx, head))
 			{
 				a2_layer()->head_to_history(ctx->session_id, ctx->reducer);
 			}
-			a2_exec_values_latest(&put_head, values, NULL, 5, SPI_OK_INSERT);
-			a2_exec_values_latest(&drop_history_at, values, NULL, 3, SPI_OK_DELETE);
+			bind_snapshot(&a, &put_head, ctx, w->index, w->state);
+			a2_exec_latest(&a, SPI_OK_INSERT);
+			bind_snapshot(&a, &drop_history_at, ctx, w->index, NULL);
+			a2_exec_latest(&a, SPI_OK_DELETE);
 			has_head = true;
 			head = w->index;
 		}
 		else if (pinned(ctx, w->index))
-			a2_exec_values_latest(&put_history, values, NULL, 5, SPI_OK_INSERT);
+		{
+			bind_snapshot(&a, &put_history, ctx, w->index, w->state);
+			a2_exec_latest(&a, SPI_OK_INSERT);
+		}
 	}
 	a2_call_end(&call);
 }

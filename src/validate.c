@@ -3,7 +3,7 @@
  * validate.c
  *	  Argument and JSON-shape validation for every a2 function.
  *
- *	  SPEC section 5: required NULLs raise 22004; wrong JSON types, empty or
+ *	  docs/errors.md, "What is checked": required NULLs raise 22004; wrong JSON types, empty or
  *	  oversized names, non-integer or out-of-range numbers, and lists over
  *	  10,000 elements raise 22023.  A JSON number with a fraction is not an
  *	  integer, but 2.0 is 2; values beyond bigint are rejected, never wrapped.
@@ -143,7 +143,7 @@ a2_array_arg(FunctionCallInfo fcinfo, int argno, const char *name, int *count)
 }
 
 /*
- * SPEC section 5: a key the contract does not define is refused, so that a
+ * docs/errors.md: a key the contract does not define is refused, so that a
  * misspelled optional field ("paylaod") is never stored as absent.  Keys
  * are compared bytewise, as getKeyJsonValueFromContainer() finds them.
  */
@@ -249,7 +249,7 @@ a2_json_check_keys(JsonbContainer *obj, const char *const *accepted,
 	check_keys(obj, accepted, NULL, argname, session_id, path);
 }
 
-/* The keys of SPEC section 3's input shapes for append and complete */
+/* The keys of docs/json.md's input shapes for append and complete */
 static const char *const cause_keys[] = {"index", "attempt", "batchSize", NULL};
 static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", "notBefore", NULL};
 static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", "notBefore", NULL};
@@ -313,7 +313,7 @@ a2_parse_events(Jsonb *events, const char *session_id, bool for_complete,
 			a2_invalid("events", session_id,
 					   "events[%d].cause is not accepted: a2_complete sets it to the completed attempt.", i);
 		/*
-		 * complete takes no cause, but a JSON null one is absent (SPEC 5), so
+		 * complete takes no cause, but a JSON null one is absent (docs/json.md), so
 		 * it passes without being offered in the hint
 		 */
 		snprintf(path, sizeof(path), "events[%d]", i);

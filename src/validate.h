@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * validate.h
- *	  Argument and JSON-shape validation (SPEC section 5).  Everything here
+ *	  Argument and JSON-shape validation (docs/errors.md, "What is checked").  Everything here
  *	  runs before an operation writes anything; each failure is an
  *	  ereport(ERROR) with 22004 (a required NULL) or 22023 (bad shape,
  *	  number or size).
@@ -31,7 +31,7 @@ typedef struct A2EventInput
 	int64		cause_attempt;
 	char	   *lane;			/* NULL: no lane */
 	bool		settled;
-	bool		has_not_before; /* notBefore given (SPEC 7.1) */
+	bool		has_not_before; /* notBefore given (docs/semantics.md, "Scheduling") */
 	int64		not_before;		/* epoch ms, when has_not_before */
 } A2EventInput;
 

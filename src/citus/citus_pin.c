@@ -66,7 +66,8 @@ static A2Statement lock_shard = {
 				"         WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid AND " A2_PLACEMENT_HERE("p") ") AS placement_here"
 				"  FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) AS shardid) s"),
 	},
-	.nparams = 2, .params = {A2_PARAM("events_table", REGCLASSOID), A2_PARAM("session_id", TEXTOID)},
+	.nparams = 2,
+	.params = {A2_PARAM("events_table", REGCLASSOID), A2_PARAM("session_id", TEXTOID)},
 	.columns = A2_COLUMNS("shardid", "placement_here")
 };
 

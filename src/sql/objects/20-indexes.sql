@@ -2,7 +2,8 @@
 -- where it has them.  Every partial index on a2_events leaves out the rows
 -- none of its queries looks for, so that appending an event (and claiming,
 -- failing or renewing one without a lane) writes as few btree entries as
--- possible (bench/RESULTS.md, issue 20).
+-- possible (bench/RESULTS.md, "Bytes per event, time-ordered ids, long
+-- transactions").
 
 CREATE UNIQUE INDEX a2_events_event_id ON a2_events (event_id);
 

@@ -8,4 +8,4 @@ AS 'MODULE_PATHNAME', 'a2_statements'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION a2_statements() IS
-'every SQL statement a2''s C code runs, expanded for this database''s schema: one row per statement, mode (single, routed, shard) and the earliest installed version of a2''s objects that text serves';
+'every SQL statement a2''s C code runs, expanded for this database''s schema: one row per statement, mode (single; in distributed mode routed, local or shard) and the earliest installed version of a2''s objects that text serves';

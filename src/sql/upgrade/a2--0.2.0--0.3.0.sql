@@ -9,7 +9,7 @@
 
 -- == field conditions (issue 15) ==========================================
 
--- No SECURITY DEFINER function of a2 is executable by PUBLIC (SPEC 7.4).
+-- No SECURITY DEFINER function of a2 is executable by PUBLIC (docs/security.md).
 -- a2_retired_last_index reads a dropped session's high-water mark for
 -- appends; from 0.3.0 a role needs EXECUTE on it, which a2_grant_worker
 -- gives.  So that appenders set up by hand under 0.2.0 keep working, the
@@ -40,7 +40,7 @@ REVOKE ALL ON FUNCTION a2_notify_wait(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION a2_notify_status() TO pg_monitor;
 GRANT EXECUTE ON FUNCTION a2_notify_wait(bigint) TO pg_monitor;
 
--- Grant helpers (SPEC 7.5).  What a role needs, in one call, in single-node
+-- Grant helpers (docs/security.md, "Grants").  What a role needs, in one call, in single-node
 -- and distributed mode alike; run by the extension's owner or a superuser
 -- (EXECUTE is revoked from PUBLIC); idempotent.  The protocol functions
 -- are SECURITY INVOKER and executable by PUBLIC, as in 0.2.0: table
@@ -157,7 +157,7 @@ COMMENT ON FUNCTION a2_grant_schema(text) IS
 
 -- == scheduling (issue 17) ================================================
 
--- notBefore (SPEC 7.1): epoch milliseconds before which an event is not
+-- notBefore (docs/semantics.md, "Scheduling"): epoch milliseconds before which an event is not
 -- claimed; NULL (every event before 0.3.0) means at once.  Adding a
 -- nullable column without a default rewrites nothing.
 ALTER TABLE a2_events ADD COLUMN not_before bigint;

@@ -5,10 +5,10 @@
 -- From 0.4.0 on a fresh CREATE EXTENSION a2 runs a2--0.4.0.sql, which the
 -- build generates from src/sql/objects/ (the current definition of every
 -- object); this script takes a 0.3.0 database to the same objects, and
--- test/suites/60-upgrade.sh compares the two.  Each section below belongs
--- to one issue of 0.4.0; keep them in this order.
+-- test/suites/60-upgrade.sh compares the two.  Each section below is one
+-- feature of 0.4.0; keep them in this order.
 
--- == a codebase to hold up (issue 25) =====================================
+-- == the statement registry ===============================================
 
 -- The SQL a2's C code runs, for review and for EXPLAIN: each statement as
 -- this database's schema expands it.  SECURITY INVOKER and executable by
@@ -19,4 +19,4 @@ AS 'MODULE_PATHNAME', 'a2_statements'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION a2_statements() IS
-'every SQL statement a2''s C code runs, expanded for this database''s schema: one row per statement, mode (single, routed, shard) and the earliest installed version of a2''s objects that text serves';
+'every SQL statement a2''s C code runs, expanded for this database''s schema: one row per statement, mode (single; in distributed mode routed, local or shard) and the earliest installed version of a2''s objects that text serves';
