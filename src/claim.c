@@ -212,8 +212,9 @@ exclude_arg(FunctionCallInfo fcinfo, int argno)
 	if (n > A2_MAX_LIST_ITEMS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"exclude_indexes\" has %d elements; the limit is %d",
-						n, A2_MAX_LIST_ITEMS)));
+				 errmsg_plural("argument \"exclude_indexes\" has %d element; the limit is %d",
+							   "argument \"exclude_indexes\" has %d elements; the limit is %d",
+							   n, n, A2_MAX_LIST_ITEMS)));
 	for (int i = 0; i < n; i++)
 	{
 		if (nulls[i])

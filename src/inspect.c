@@ -200,8 +200,9 @@ bounded_text_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 	if (VARSIZE_ANY_EXHDR(t) > A2_MAX_NAME_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" is longer than %d bytes",
-						name, A2_MAX_NAME_BYTES)));
+				 errmsg_plural("argument \"%s\" is longer than %d byte",
+							   "argument \"%s\" is longer than %d bytes",
+							   A2_MAX_NAME_BYTES, name, A2_MAX_NAME_BYTES)));
 	return text_to_cstring(t);
 }
 

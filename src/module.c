@@ -20,13 +20,13 @@
 
 #include "a2.h"
 #include "clock.h"
+#include "extension.h"
 #include "notifier.h"
 #include "notify.h"
 #include "scheduler.h"
-#include "extension.h"
 #include "statements.h"
 
-PG_MODULE_MAGIC;
+A2_MODULE_MAGIC;
 
 void		_PG_init(void);
 

@@ -91,4 +91,15 @@ a2_guc_extra_alloc(size_t size)
 #define pg_noreturn pg_attribute_noreturn()
 #endif
 
+/*
+ * The module's magic block: from 18 on it also names the library and its
+ * version (pg_get_loaded_modules()).  A2_VERSION comes from a2.control
+ * through the Makefile.
+ */
+#if PG_VERSION_NUM >= 180000
+#define A2_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "a2", .version = A2_VERSION)
+#else
+#define A2_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
 #endif							/* A2_PG_COMPAT_H */

@@ -146,8 +146,9 @@ parse_values(Jsonb *values, A2PresenceWrite *w)
 	if (n > A2_MAX_LIST_ITEMS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"values\" has %d fields; the limit is %d",
-						n, A2_MAX_LIST_ITEMS)));
+				 errmsg_plural("argument \"values\" has %d field; the limit is %d",
+							   "argument \"values\" has %d fields; the limit is %d",
+							   n, n, A2_MAX_LIST_ITEMS)));
 	w->set_fields = palloc(sizeof(char *) * Max(n, 1));
 	w->set_values = palloc(sizeof(Jsonb *) * Max(n, 1));
 	w->del_fields = palloc(sizeof(char *) * Max(n, 1));

@@ -213,8 +213,9 @@ drop_locked(const char *session_id, bool force, int64 cutoff_ms,
 		ereport(ERROR,
 				(errcode(ERRCODE_A2_SESSION_UNFINISHED),
 				 errmsg("session \"%s\" has unfinished events", session_id),
-				 errdetail(INT64_FORMAT " events are neither processed nor dead-lettered.",
-						   unfinished),
+				 errdetail_plural(INT64_FORMAT " event is neither processed nor dead-lettered.",
+								  INT64_FORMAT " events are neither processed nor dead-lettered.",
+								  (unsigned long) unfinished, unfinished),
 				 errhint("Complete or fail them first, or call a2_drop_session with force => true.")));
 
 	a2_bind_int8(&a, 3, now_ms);

@@ -137,8 +137,9 @@ a2_array_arg(FunctionCallInfo fcinfo, int argno, const char *name, int *count)
 	if (*count > A2_MAX_LIST_ITEMS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" has %d elements; the limit is %d",
-						name, *count, A2_MAX_LIST_ITEMS)));
+				 errmsg_plural("argument \"%s\" has %d element; the limit is %d",
+							   "argument \"%s\" has %d elements; the limit is %d",
+							   *count, name, *count, A2_MAX_LIST_ITEMS)));
 	return j;
 }
 
