@@ -12,9 +12,11 @@
  *	  every timestamp it writes or compares.
  *
  *	  a2.allow_clock_override (docs/settings.md, superuser-only): when off, a2.now
- *	  is refused (42501) to roles that are not superusers, at every a2 call
- *	  (a2_clock_now_ms and a2_spi_begin check it), so that a worker role
- *	  cannot move its clock forward and take over live leases.
+ *	  is refused (42501) unless both the current and the outer role are
+ *	  superusers, at every a2 call (a2_clock_now_ms and a2_call_begin check
+ *	  it), so that a worker role cannot move its clock forward and take
+ *	  over live leases, not even through a superuser's SECURITY DEFINER
+ *	  function.
  *
  * IDENTIFICATION
  *	  src/clock.c
@@ -105,6 +107,13 @@ check_a2_now(char **newval, void **extra, GucSource source)
 		GUC_check_errdetail("a2.now must be empty or a finite timestamptz literal.");
 		return false;
 	}
+	/* the range a2 can write as JSON (docs/settings.md, "a2.now") */
+	if (timestamptz_to_ms(ts) > A2_MAX_EPOCH_MS || timestamptz_to_ms(ts) < -A2_MAX_EPOCH_MS)
+	{
+		GUC_check_errcode(ERRCODE_INVALID_PARAMETER_VALUE);
+		GUC_check_errdetail("a2.now must be at most +275760-09-13T00:00:00.000Z, where JavaScript's dates end.");
+		return false;
+	}
 	parsed = (TimestampTz *) a2_guc_extra_alloc(sizeof(TimestampTz));
 	if (parsed == NULL)
 		return false;
@@ -155,7 +164,14 @@ a2_clock_define_guc(void)
 void
 a2_clock_check_override(void)
 {
-	if (a2_now_fixed && !a2_allow_clock_override && !superuser())
+	/*
+	 * Both the current user and the outer one (the role the session runs
+	 * as, before any SECURITY DEFINER function): otherwise a non-superuser
+	 * who set a2.now would have it honoured by calling a2 through a
+	 * superuser's definer function.
+	 */
+	if (a2_now_fixed && !a2_allow_clock_override &&
+		!(superuser() && superuser_arg(GetOuterUserId())))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("a2.now is set, but a2.allow_clock_override is off"),

@@ -26,8 +26,10 @@
  *	  ids fit before it overflows); each further id of the same millisecond
  *	  adds one.  A clock reading at or before the last id's time (a clock
  *	  stepped back, a2.now set into the past) reuses that time and counts
- *	  on, and an overflowing counter moves the time one millisecond ahead,
- *	  so each id is greater than the one before it, as text and as uuid.
+ *	  on, and an overflowing counter moves the time one millisecond ahead
+ *	  (at the last millisecond the 48 bits hold, the random tail counts on
+ *	  instead), so each id is greater than the one before it, as text and
+ *	  as uuid.
  *	  Across backends ids are ordered by millisecond only.
  *
  *	  The random bits come from pg_strong_random(), as gen_random_uuid()'s
@@ -49,10 +51,12 @@
 #define UUID7_MAX_MS		((INT64CONST(1) << 48) - 1)
 #define UUID7_COUNTER_BITS	18
 #define UUID7_COUNTER_MAX	((UINT64CONST(1) << UUID7_COUNTER_BITS) - 1)
+#define UUID7_TAIL_MAX		((UINT64CONST(1) << 56) - 1)
 
-/* The last id this backend made: its time and counter */
+/* The last id this backend made: its time, counter and random tail */
 static int64 last_ms = -1;
 static uint32 last_counter = 0;
+static uint64 last_tail = 0;
 
 static void
 strong_random(uint8 *buf, size_t len)
@@ -70,9 +74,12 @@ a2_uuid7(int64 unix_ms)
 	uint8		b[16];
 	int64		ms;
 	uint32		counter;
+	uint64		tail = 0;
 
 	/* rnd[0..2]: a counter seed; rnd[3..9]: the 56 random bits */
 	strong_random(rnd, sizeof(rnd));
+	for (int i = 3; i < 10; i++)
+		tail = tail << 8 | rnd[i];
 
 	/* 48 unsigned bits: a time before 1970 or after 10889 is clamped */
 	ms = Min(Max(unix_ms, 0), UUID7_MAX_MS);
@@ -84,14 +91,31 @@ a2_uuid7(int64 unix_ms)
 		ms = last_ms;
 		counter = last_counter + 1;
 	}
+	else if (last_ms < UUID7_MAX_MS)
+	{
+		/* overflow: run one millisecond ahead */
+		ms = last_ms + 1;
+		counter = 0;
+	}
 	else
 	{
-		/* overflow: run one millisecond ahead (never past the 48 bits) */
-		ms = Min(last_ms + 1, UUID7_MAX_MS);
-		counter = 0;
+		/*
+		 * Overflow at the last millisecond the 48 bits hold: no time is
+		 * left to run ahead to, so the tail counts on from the last id's
+		 * (2^56 more ids) instead of the time wrapping to 1970.
+		 */
+		ms = last_ms;
+		counter = last_counter;
+		tail = last_tail + 1;
+		if (tail > UUID7_TAIL_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("no time-ordered event id is left at the store clock's time"),
+					 errhint("Supply event ids, or reset a2.now.")));
 	}
 	last_ms = ms;
 	last_counter = counter;
+	last_tail = tail;
 
 	b[0] = (uint8) (ms >> 40);
 	b[1] = (uint8) (ms >> 32);
@@ -102,7 +126,8 @@ a2_uuid7(int64 unix_ms)
 	b[6] = 0x70 | (uint8) (counter >> 14);	/* version 7, counter 17..14 */
 	b[7] = (uint8) (counter >> 6);	/* counter 13..6 */
 	b[8] = 0x80 | (uint8) (counter & 0x3f); /* variant 10, counter 5..0 */
-	memcpy(&b[9], &rnd[3], 7);
+	for (int i = 0; i < 7; i++)
+		b[9 + i] = (uint8) (tail >> (8 * (6 - i)));
 
 	return psprintf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
 					"%02x%02x%02x%02x%02x%02x",

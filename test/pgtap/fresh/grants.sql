@@ -11,8 +11,9 @@
 --     own the extension, and a2_revoke takes everything back.
 --  4. No SECURITY DEFINER function of a2 is executable by PUBLIC.
 --  5. a2.allow_clock_override = off: a non-superuser's a2.now makes every a2
---     call fail with 42501 and write nothing; a superuser's still works;
---     only a superuser can change the setting.
+--     call fail with 42501 and write nothing, also when the call runs in a
+--     superuser's SECURITY DEFINER function, a view or a trigger; a
+--     superuser's still works; only a superuser can change the setting.
 --
 -- Roles regress_a2_gw, regress_a2_gm and regress_a2_gx are created inside
 -- the file's one transaction and vanish with its ROLLBACK.
@@ -27,7 +28,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS a2;
 
-SELECT plan(50);
+SELECT plan(55);
 
 CREATE ROLE regress_a2_gw;
 CREATE ROLE regress_a2_gm;
@@ -134,6 +135,36 @@ SELECT is((SELECT count(*) FROM a2_events WHERE session_id = 'g:clock'), 1::bigi
 SET a2.now = '2026-05-01 00:00:00+00';
 SELECT is(a2_append('g:clock', '[{"type":"b"}]')->'events'->0->>'createdAt', '2026-05-01T00:00:00.000Z',
 		  'override off: a superuser''s a2.now is still honoured');
+-- the role that set the clock counts, not the definer a2 runs as
+CREATE FUNCTION public.regress_a2_definer_claim() RETURNS jsonb
+	LANGUAGE sql SECURITY DEFINER SET search_path = public
+	AS $f$ SELECT a2_claim('g:s1', 'thief', 60000) $f$;
+GRANT EXECUTE ON FUNCTION public.regress_a2_definer_claim() TO regress_a2_gw;
+CREATE VIEW public.regress_a2_clock_view AS SELECT a2_read('g:clock') AS r;
+GRANT SELECT ON public.regress_a2_clock_view TO regress_a2_gw;
+CREATE TABLE public.regress_a2_inbox (id int);
+GRANT INSERT ON public.regress_a2_inbox TO regress_a2_gw;
+CREATE FUNCTION public.regress_a2_inbox_trigger() RETURNS trigger
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = public
+	AS $f$ BEGIN PERFORM a2_append('g:clock', '[{"type":"from-trigger"}]'); RETURN NEW; END $f$;
+CREATE TRIGGER regress_a2_inbox_append AFTER INSERT ON public.regress_a2_inbox
+	FOR EACH ROW EXECUTE FUNCTION public.regress_a2_inbox_trigger();
+SET ROLE regress_a2_gw;
+SET a2.now = '2030-01-01 00:00:00+00';
+SELECT throws_ok($$SELECT public.regress_a2_definer_claim()$$, '42501', NULL,
+				 'override off: a worker''s a2.now is refused through a superuser''s SECURITY DEFINER function');
+SELECT throws_ok($$SELECT * FROM public.regress_a2_clock_view$$, '42501', NULL,
+				 'override off: ... through a view');
+SELECT throws_ok($$INSERT INTO public.regress_a2_inbox VALUES (1)$$, '42501', NULL,
+				 'override off: ... through a trigger with a SECURITY DEFINER function');
+RESET a2.now;
+RESET ROLE;
+SELECT is((SELECT count(*) FROM a2_events WHERE session_id = 'g:clock' AND event_type = 'from-trigger'), 0::bigint,
+		  'override off: the refused trigger wrote nothing');
+SET a2.now = '2026-05-01 00:00:00+00';
+SELECT lives_ok($$SELECT public.regress_a2_definer_claim()$$,
+				'override off: a superuser''s a2.now is honoured through the same definer function');
+RESET a2.now;
 RESET a2.allow_clock_override;
 SET ROLE regress_a2_gw;
 SELECT is(a2_append('g:clock', '[{"type":"c"}]')->'events'->0->>'createdAt', '2026-05-01T00:00:00.000Z',
