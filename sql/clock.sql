@@ -74,6 +74,13 @@ SELECT e.event_id, e.created_at, r ->> 'createdAt' AS read_back
 -- a value that is not a finite timestamp is refused when set, and the
 -- previous value stays
 --
+-- the clock ends where JavaScript's dates end: that instant is taken, a
+-- millisecond beyond is refused (a2 could not write it as JSON)
+SET a2.now = '275760-09-13 00:00:00+00';
+SELECT a2_append('clock-edge', '[{"type": "tick"}]') -> 'events' -> 0 ->> 'createdAt' AS created_at;
+SET a2.now = '275760-09-13 00:00:00.001+00';
+\echo SQLSTATE :LAST_ERROR_SQLSTATE
+SHOW a2.now;
 SET a2.now = '2026-05-05 05:05:05+00';
 SET a2.now = 'not a timestamp';
 \echo SQLSTATE :LAST_ERROR_SQLSTATE
@@ -83,13 +90,6 @@ SET a2.now = 'infinity';
 \echo SQLSTATE :LAST_ERROR_SQLSTATE
 SET a2.now = '-infinity';
 \echo SQLSTATE :LAST_ERROR_SQLSTATE
--- the clock ends where JavaScript's dates end: that instant is taken, a
--- millisecond beyond is refused (a2 could not write it as JSON)
-SET a2.now = '275760-09-13 00:00:00+00';
-SELECT a2_append('clock-edge', '[{"type": "tick"}]') -> 'events' -> 0 ->> 'createdAt' AS created_at;
-SET a2.now = '275760-09-13 00:00:00.001+00';
-\echo SQLSTATE :LAST_ERROR_SQLSTATE
-SET a2.now = '2026-05-05 05:05:05+00';
 SHOW a2.now;
 SELECT a2_append('clock-c', '[{"id": "clock-c-1", "type": "tick"}]')
        -> 'events' -> 0 ->> 'createdAt' AS created_at;

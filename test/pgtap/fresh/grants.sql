@@ -164,7 +164,6 @@ SELECT is((SELECT count(*) FROM a2_events WHERE session_id = 'g:clock' AND event
 SET a2.now = '2026-05-01 00:00:00+00';
 SELECT lives_ok($$SELECT public.regress_a2_definer_claim()$$,
 				'override off: a superuser''s a2.now is honoured through the same definer function');
-RESET a2.now;
 RESET a2.allow_clock_override;
 SET ROLE regress_a2_gw;
 SELECT is(a2_append('g:clock', '[{"type":"c"}]')->'events'->0->>'createdAt', '2026-05-01T00:00:00.000Z',
