@@ -3,9 +3,10 @@
 # 85-python-client.sh: the Python client (clients/python) against the test
 # cluster, as a fresh machine would run it:
 #
-#  1. Debian's python3 with python3-psycopg (>= 3.1); installed through
-#     scripts/deps.sh when missing, with python3-setuptools, python3-wheel
-#     and python3-pip for the packaging check.  No PyPI.
+#  1. Debian's python3 with python3-psycopg and python3-psycopg-pool
+#     (>= 3.1); installed through scripts/deps.sh when missing, with
+#     python3-setuptools, python3-wheel and python3-pip for the packaging
+#     check.  No PyPI.
 #  2. packaging: a wheel built from clients/python/pyproject.toml (pip,
 #     offline, no build isolation) in a scratch copy must hold the package
 #     and its py.typed marker.
@@ -34,14 +35,14 @@ cd "$A2_ROOT"
 
 python=/usr/bin/python3
 have_psycopg() {
-	[[ -x $python ]] && "$python" -c 'import psycopg, sys; sys.exit(0 if psycopg.__version__ >= "3.1" else 1)' 2>/dev/null
+	[[ -x $python ]] && "$python" -c 'import psycopg, psycopg_pool, sys; sys.exit(0 if psycopg.__version__ >= "3.1" and psycopg_pool.__version__ >= "3.1" else 1)' 2>/dev/null
 }
 if ! have_psycopg || ! "$python" -c 'import setuptools, wheel, pip' 2>/dev/null; then
-	a2_log "python-client: installing Debian's python3-psycopg (and setuptools, wheel, pip for packaging)"
-	A2_EXTRA_PACKAGES="python3-psycopg python3-setuptools python3-wheel python3-pip" bash scripts/deps.sh
+	a2_log "python-client: installing Debian's python3-psycopg, python3-psycopg-pool (and setuptools, wheel, pip for packaging)"
+	A2_EXTRA_PACKAGES="python3-psycopg python3-psycopg-pool python3-setuptools python3-wheel python3-pip" bash scripts/deps.sh
 fi
-have_psycopg || a2_die "python-client: $python cannot import psycopg >= 3.1"
-a2_log "python-client: $("$python" --version), psycopg $("$python" -c 'import psycopg; print(psycopg.__version__)')"
+have_psycopg || a2_die "python-client: $python cannot import psycopg and psycopg_pool >= 3.1"
+a2_log "python-client: $("$python" --version), psycopg $("$python" -c 'import psycopg; print(psycopg.__version__)'), psycopg_pool $("$python" -c 'import psycopg_pool; print(psycopg_pool.__version__)')"
 
 export PYTHONDONTWRITEBYTECODE=1
 scratch=$(mktemp -d)
