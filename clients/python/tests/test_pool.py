@@ -9,7 +9,7 @@ import itertools
 import unittest
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from . import helpers as h
 from a2_client import A2Store, AsyncA2Store, Claimed, NewEvent, StoreUnavailableError
@@ -82,6 +82,32 @@ class OwnPoolTest(unittest.TestCase):
             self.assertEqual(st.pool_size, 1)
 
 
+    def test_an_unreachable_database_raises_why_after_the_wait(self) -> None:
+        with A2Store(h.direct("a2_py_no_such_database"), listen=False) as st:
+            st.pool.timeout = 0.5  # psycopg_pool's wait for a connection (the store's: 10 s)
+            with self.assertRaises(StoreUnavailableError) as cm:
+                st.read("s")
+            # The connection error itself, not psycopg_pool's "couldn't get a connection".
+            self.assertIn('database "a2_py_no_such_database" does not exist', cm.exception.message)
+            self.assertTrue(cm.exception.retryable)
+            cause = cm.exception.__cause__
+            self.assertIsInstance(cause, psycopg.OperationalError)
+            self.assertNotIsInstance(cause, PoolTimeout)
+            self.assertIsInstance(cause and cause.__cause__, PoolTimeout)
+
+    def test_a_busy_pool_raises_its_timeout(self) -> None:
+        with A2Store(h.target(DB), max_size=1, listen=False) as st:
+            st.pool.timeout = 0.5
+            s = session()
+            with st.transaction() as tx:  # holds the only connection
+                tx.append(s, [NewEvent(type="t")])
+                with self.assertRaises(StoreUnavailableError) as cm:
+                    st.read(s)
+                self.assertIsInstance(cm.exception.__cause__, PoolTimeout)
+                self.assertTrue(cm.exception.retryable)
+            self.assertEqual(len(st.read(s)), 1)
+
+
 class PoolYouBringTest(unittest.TestCase):
     def test_a_psycopg_pool_you_bring_is_used_and_left_open(self) -> None:
         with ConnectionPool(h.target(DB), min_size=1, max_size=2, kwargs={"autocommit": True}) as pool:
@@ -133,6 +159,14 @@ class AsyncPoolTest(unittest.IsolatedAsyncioTestCase):
         await st.close()
         self.assertTrue(pool.closed)
         self.assertEqual(st.pool_size, 0)
+
+    async def test_an_unreachable_database_raises_why_after_the_wait(self) -> None:
+        async with AsyncA2Store(h.direct("a2_py_no_such_database"), listen=False) as st:
+            st.pool.timeout = 0.5
+            with self.assertRaises(StoreUnavailableError) as cm:
+                await st.read("s")
+            self.assertIn('database "a2_py_no_such_database" does not exist', cm.exception.message)
+            self.assertNotIsInstance(cm.exception.__cause__, PoolTimeout)
 
     async def test_an_async_psycopg_pool_you_bring(self) -> None:
         async with AsyncConnectionPool(h.target(DB), min_size=1, max_size=2, kwargs={"autocommit": True},

@@ -16,6 +16,13 @@ restarted or terminated it said so before closing) is closed and given back,
 so the pool replaces it, and the next one is taken. The test costs no round
 trip. (psycopg_pool 3.2 has a ``check=`` callback for this; Debian 12 ships
 3.1, so the store runs the same test itself.)
+
+A call that waited ``POOL_TIMEOUT`` seconds in vain gets psycopg_pool's
+``PoolTimeout`` only when the server can be reached (the pool was busy).
+Otherwise the pool has been failing to connect in the background, logging
+why; the call then connects once itself and raises that error (a database
+that does not exist, a refused connection, a bad password), as it would
+have without a pool.
 """
 
 from __future__ import annotations
@@ -23,13 +30,13 @@ from __future__ import annotations
 import asyncio
 import select
 import threading
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from typing import Any, AsyncIterator, Dict, Iterator, Optional, Union
 
 import psycopg
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from .errors import StoreUnavailableError
 
@@ -107,11 +114,26 @@ class OwnPool:
                 self.pool.open()
                 self._opened = True
 
+    def _why(self) -> Optional[psycopg.Error]:
+        """The error of connecting now (None when connecting works)."""
+        try:
+            psycopg.Connection.connect(self.pool.conninfo, **self.pool.kwargs).close()
+        except psycopg.Error as err:
+            return err
+        return None
+
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         self._open()
         while True:
-            with self.pool.connection() as conn:
+            with ExitStack() as stack:
+                try:
+                    conn = stack.enter_context(self.pool.connection())
+                except PoolTimeout as timeout:
+                    why = self._why()
+                    if why is None:
+                        raise
+                    raise why from timeout
                 if not _healthy(conn):
                     conn.close()  # given back closed: the pool opens another
                     continue
@@ -155,11 +177,25 @@ class AsyncOwnPool:
                 await self.pool.open()
                 self._opened = True
 
+    async def _why(self) -> Optional[psycopg.Error]:
+        try:
+            await (await psycopg.AsyncConnection.connect(self.pool.conninfo, **self.pool.kwargs)).close()
+        except psycopg.Error as err:
+            return err
+        return None
+
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         await self._open()
         while True:
-            async with self.pool.connection() as conn:
+            async with AsyncExitStack() as stack:
+                try:
+                    conn = await stack.enter_async_context(self.pool.connection())
+                except PoolTimeout as timeout:
+                    why = await self._why()
+                    if why is None:
+                        raise
+                    raise why from timeout
                 if not _healthy(conn):
                     await conn.close()
                     continue
