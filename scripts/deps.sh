@@ -22,6 +22,7 @@ packages=(
 	gcc
 	pgbouncer
 	python3-psycopg
+	python3-psycopg-pool
 	gdb
 	debootstrap
 )

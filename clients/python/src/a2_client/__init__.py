@@ -13,6 +13,7 @@ connection, catch-up, reconnect, polling fallback). Errors are the classes
 of ``a2_client.errors``.
 """
 
+from ._versions import A2_VERSIONS
 from ._aops import AsyncOperations
 from ._backoff import BackoffPolicy, backoff
 from ._astore import AsyncA2Store, AsyncTransaction
@@ -86,4 +87,5 @@ __all__ = [
     "SessionPage", "SessionSummary", "SessionUnfinishedError", "Settled", "Snapshot", "SnapshotInfo",
     "SnapshotWrite", "StateRead", "StateRequest", "StoreUnavailableError", "StoredEvent", "Stream",
     "SupersededError", "Transaction", "__version__", "backoff",
+    "A2_VERSIONS",
 ]

@@ -1,7 +1,7 @@
 """AsyncA2Store: the asyncio client, the twin of ``_store.py``.
 
-Its calls run on its own small pool of ``psycopg.AsyncConnection[Any]``s (given
-a conninfo), on a pool you bring (anything with an async ``connection()``
+Its calls run on its own ``psycopg_pool.AsyncConnectionPool`` (given a
+conninfo), on a pool you bring (anything with an async ``connection()``
 context manager, such as ``psycopg_pool.AsyncConnectionPool``), or on one
 ``AsyncConnection`` you bring.
 """
@@ -19,7 +19,7 @@ from . import _listen as L
 from ._aops import AsyncOperations
 from ._astream import AsyncListener, AsyncStream
 from ._calls import Call, Clock, IdSource, Statements
-from ._pool import AsyncPool, AsyncSingleConnection
+from ._pool import AsyncOwnPool, AsyncSingleConnection
 from ._store import raise_mapped
 from .errors import A2Error, SupersededError, to_a2_error
 from .models import StoredEvent
@@ -128,10 +128,10 @@ class AsyncA2Store(AsyncOperations):
         if sum(x is not None for x in (conninfo, pool, connection)) != 1:
             raise TypeError("AsyncA2Store needs exactly one of conninfo, pool= or connection=")
         L.check_settings(poll_interval, page_size)
-        self._own: Optional[AsyncPool] = None
+        self._own: Optional[AsyncOwnPool] = None
         source: Any
         if conninfo is not None:
-            source = self._own = AsyncPool(conninfo, max_size)
+            source = self._own = AsyncOwnPool(conninfo, max_size)
         elif connection is not None:
             source = AsyncSingleConnection(connection)
         else:
@@ -206,7 +206,16 @@ class AsyncA2Store(AsyncOperations):
 
     @property
     def pool_size(self) -> Optional[int]:
+        """Connections of the store's own pool (None with a pool or connection you passed)."""
         return None if self._own is None else self._own.size
+
+    @property
+    def pool(self) -> Any:
+        """The pool the calls run on: the store's own ``psycopg_pool.AsyncConnectionPool``
+        (for ``get_stats()``), the one you passed, or None with ``connection=``."""
+        if self._own is not None:
+            return self._own.pool
+        return None if isinstance(self._source, AsyncSingleConnection) else self._source
 
     async def __aenter__(self) -> "AsyncA2Store":
         return self

@@ -1,8 +1,9 @@
 """A2Store: the sync client.
 
-Creating a store does no I/O. Its calls run on its own small pool (given a
-conninfo), on a pool you bring (anything with a ``connection()`` context
-manager, such as ``psycopg_pool.ConnectionPool``), or on one connection you
+Creating a store does no I/O. Its calls run on its own
+``psycopg_pool.ConnectionPool`` (given a conninfo), on a pool you bring
+(anything with a ``connection()`` context manager, such as a
+``psycopg_pool.ConnectionPool`` of your own), or on one connection you
 bring. ``store.transaction()`` runs the handler's SQL and a2 calls in one
 transaction on one connection; ``store.stream()`` is a live feed.
 """
@@ -20,7 +21,7 @@ from psycopg.rows import tuple_row
 from . import _listen as L
 from ._calls import Call, Clock, IdSource, Statements
 from ._ops import Operations
-from ._pool import Pool, SingleConnection
+from ._pool import OwnPool, SingleConnection
 from ._stream import Listener, Stream
 from .errors import A2Error, SupersededError, to_a2_error
 from .models import StoredEvent
@@ -148,10 +149,10 @@ class A2Store(Operations):
         if sum(x is not None for x in (conninfo, pool, connection)) != 1:
             raise TypeError("A2Store needs exactly one of conninfo, pool= or connection=")
         L.check_settings(poll_interval, page_size)
-        self._own: Optional[Pool] = None
+        self._own: Optional[OwnPool] = None
         source: Any
         if conninfo is not None:
-            source = self._own = Pool(conninfo, max_size)
+            source = self._own = OwnPool(conninfo, max_size)
         elif connection is not None:
             source = SingleConnection(connection)
         else:
@@ -236,6 +237,14 @@ class A2Store(Operations):
     def pool_size(self) -> Optional[int]:
         """Connections of the store's own pool (None with a pool or connection you passed)."""
         return None if self._own is None else self._own.size
+
+    @property
+    def pool(self) -> Any:
+        """The pool the calls run on: the store's own ``psycopg_pool.ConnectionPool``
+        (for ``get_stats()``), the one you passed, or None with ``connection=``."""
+        if self._own is not None:
+            return self._own.pool
+        return None if isinstance(self._source, SingleConnection) else self._source
 
     def __enter__(self) -> "A2Store":
         return self
