@@ -3,7 +3,7 @@
 # Static checks of the C sources: cppcheck and clang-tidy.  Exits non-zero
 # when either reports anything.
 #
-#   scripts/static.sh                 check src/*.c
+#   scripts/static.sh                 check src/*.c and src/citus/*.c
 #   scripts/static.sh FILE.c ...      check the given files instead
 #
 # Both tools see the PostgreSQL 15 server headers and the configuration the
@@ -35,7 +35,7 @@ done
 
 if [[ ${#files[@]} -eq 0 ]]; then
 	shopt -s nullglob
-	files=(src/*.c)
+	files=(src/*.c src/citus/*.c)
 	shopt -u nullglob
 fi
 if [[ ${#files[@]} -eq 0 ]]; then
@@ -83,7 +83,7 @@ checks+=',-bugprone-macro-parentheses'
 checks+=',-bugprone-narrowing-conversions'
 checks+=',-clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling'
 root_re=$(printf '%s' "$A2_ROOT" | sed 's/[][\.*^$+?(){}|]/\\&/g')
-header_filter="^(${root_re}/)?src/[^/]*\\.h\$"
+header_filter="^(${root_re}/)?src/([^/]*/)?[^/]*\\.h\$"
 
 a2_log "static: clang-tidy ${files[*]}"
 if ! clang-tidy --quiet --checks="$checks" --warnings-as-errors='*' \

@@ -112,7 +112,7 @@ typedef struct CompleteArgs
 	A2EventInput *events;
 	int			count;
 	char	  **ids;
-	A2Call	   *call;			/* the call this completion runs in */
+	A2Call		call;			/* the call this completion runs in */
 } CompleteArgs;
 
 static void
@@ -200,7 +200,7 @@ apply_completion(CompleteArgs *args, A2Json *js)
 						 js, NULL);
 
 	a2_args_init(&a, &finish_event);
-	a2_bind(&a, 1, TEXTOID, args->call->session);
+	a2_bind(&a, 1, TEXTOID, args->call.session);
 	a2_bind_int8(&a, 2, args->index);
 	a2_bind_int8(&a, 3, now_ms);
 	a2_bind_int4(&a, 4, args->attempt);
@@ -211,7 +211,6 @@ apply_completion(CompleteArgs *args, A2Json *js)
 static Jsonb *
 complete_attempt(CompleteArgs *args)
 {
-	A2Call		call;
 	A2Json		js = NULL;
 	A2Args		a;
 	bool		isnull;
@@ -224,11 +223,10 @@ complete_attempt(CompleteArgs *args)
 	bool		completed;
 	Jsonb	   *result;
 
-	a2_call_begin(&call, args->session_id);
-	args->call = &call;
+	a2_call_begin(&args->call, args->session_id);
 	a2_lock_session(args->session_id);
 	a2_args_init(&a, &lock_event);
-	a2_bind(&a, 1, TEXTOID, call.session);
+	a2_bind(&a, 1, TEXTOID, args->call.session);
 	a2_bind_int8(&a, 2, args->index);
 	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
 		ereport(ERROR,
@@ -266,8 +264,8 @@ complete_attempt(CompleteArgs *args)
 			apply_completion(args, &js);
 		a2j_end_array(&js);
 	}
-	result = a2j_finish(a2j_end_object(&js), call.caller);
-	a2_call_end(&call);
+	result = a2j_finish(a2j_end_object(&js), args->call.caller);
+	a2_call_end(&args->call);
 	return result;
 }
 

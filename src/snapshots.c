@@ -155,7 +155,7 @@ typedef struct PutContext
 	int64	   *unfinished;		/* sorted */
 	int			nunfinished;
 	int64		now_ms;
-	A2Call	   *call;
+	A2Call		call;
 } PutContext;
 
 /* Bind (session_id, reducer_name[, up_to_index[, state, now]]) in order. */
@@ -164,7 +164,7 @@ bind_snapshot(A2Args *a, A2Statement *stmt, PutContext *ctx, int64 index,
 			  Jsonb *state)
 {
 	a2_args_init(a, stmt);
-	a2_bind(a, 1, TEXTOID, ctx->call->session);
+	a2_bind(a, 1, TEXTOID, ctx->call.session);
 	a2_bind_text(a, 2, ctx->reducer);
 	if (stmt->nparams >= 3)
 		a2_bind_int8(a, 3, index);
@@ -269,7 +269,7 @@ lock_pinned_events(PutContext *ctx)
 			all[total++] = ctx->writes[i].pins[j];
 
 	a2_args_init(&a, &lock_unfinished);
-	a2_bind(&a, 1, TEXTOID, ctx->call->session);
+	a2_bind(&a, 1, TEXTOID, ctx->call.session);
 	a2_bind(&a, 2, INT8ARRAYOID, a2_int8_array(all, NULL, total));
 	n = a2_exec_latest(&a, SPI_OK_SELECT);
 	ctx->unfinished = palloc(sizeof(int64) * Max(n, 1));
@@ -308,13 +308,11 @@ pinned(PutContext *ctx, int64 index)
 static void
 put_snapshots(PutContext *ctx)
 {
-	A2Call		call;
 	A2Args		a;
 	bool		has_head;
 	int64		head = 0;
 
-	a2_call_begin(&call, ctx->session_id);
-	ctx->call = &call;
+	a2_call_begin(&ctx->call, ctx->session_id);
 	a2_lock_session(ctx->session_id);
 	lock_pinned_events(ctx);	/* ctx->unfinished arrives sorted by idx */
 	qsort(ctx->writes, ctx->count, sizeof(SnapshotWrite), cmp_write);
@@ -348,7 +346,7 @@ put_snapshots(PutContext *ctx)
 			a2_exec_latest(&a, SPI_OK_INSERT);
 		}
 	}
-	a2_call_end(&call);
+	a2_call_end(&ctx->call);
 }
 
 Datum
