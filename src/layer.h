@@ -8,26 +8,27 @@
  *	    local.c        one PostgreSQL server: transaction advisory locks and
  *	                   set-based statements (one INSERT ... SELECT for a
  *	                   batch).
- *	    distributed.c  Citus (after a2_distribute()): row locks on
+ *	    citus/         Citus (after a2_distribute()): row locks on
  *	                   a2_session_locks / a2_presence_locks on the node
  *	                   that holds the shard; on that node the session's
- *	                   statements run on the shard tables (shard_pin.h),
- *	                   elsewhere one single-shard router statement per row;
- *	                   work discovery over the node's own shards.
+ *	                   statements run on the shard tables
+ *	                   (citus/citus_shards.h), elsewhere one single-shard
+ *	                   router statement per row; work discovery over the
+ *	                   node's own shards.
  *
- *	  a2_layer() picks one when spi_plans.c looks the extension up (after
+ *	  a2_layer() picks one when extension.c reads the extension (after
  *	  every relcache invalidation of a2_events, so a2_distribute() switches
- *	  it), together with the statement texts (A2Statement.dist_sql): the
+ *	  it), together with the statement texts' mode (statements.h): the
  *	  operations (append.c, claim_next.c, presence.c, ...) call through it
  *	  and never ask which mode they are in.  Dependencies point one way:
- *	  operations -> layer.h -> local.c / distributed.c (-> dist_pin.c) ->
- *	  spi_plans.c (-> shard_pin.c), session.c; neither layer calls an
- *	  operation file.
+ *	  operations -> layer.h -> local.c / citus/citus_layer.c (->
+ *	  citus/citus_pin.c) -> statements.c (-> citus/citus_shards.c),
+ *	  session.c; neither layer calls an operation file.
  *
  *	  Lock order (docs/semantics.md, "Locking"), the same in both layers: the session lock
  *	  first, then event rows in index order, then snapshot rows; presence
  *	  writers take the participant lock only.  The try forms never wait for
- *	  another call (distributed.c's may wait while a shard move switches
+ *	  another call (the Citus layer's may wait while a shard move switches
  *	  the session's shard, as every Citus write does).
  *
  * IDENTIFICATION

@@ -2,7 +2,7 @@
  *
  * session.h
  *	  Reads of one session's state that several operations share, and the
- *	  batch lane rule both layers' inserts apply.  Depends on spi_plans
+ *	  batch lane rule both layers' inserts apply.  Depends on statements.h
  *	  only, so the operations and both layers (layer.h) build on it.
  *
  *	  Lock order: none taken here; callers hold the session lock when the

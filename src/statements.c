@@ -46,7 +46,7 @@ static List *retired_plans = NIL;	/* in TopMemoryContext */
 
 /*
  * Distributed mode: the plans of session-keyed statements on the shards of
- * this node, one per statement and shard group (shard_pin.h).
+ * this node, one per statement and shard group (citus/citus_shards.h).
  */
 typedef struct ShardPlanKey
 {

@@ -163,7 +163,7 @@ fi
 
 # --- pinned: a session's statements run on the shard tables -------------------
 # On the node that holds a session's shard, a call pins the session to it
-# (src/shard_pin.h): one write through Citus that changes nothing takes the
+# (src/citus/citus_shards.h): one write through Citus that changes nothing takes the
 # shard-metadata lock, and every other statement of the call runs straight
 # on the shard tables.  Counted with citus.log_local_commands, which logs
 # each statement Citus runs on a local shard: one per call, whatever the call.
