@@ -132,6 +132,8 @@ extern void a2_notifier_attach_worker(void);
 extern bool a2_notifier_take_load_request(void);
 extern A2Restore a2_notifier_restore(Oid dboid, FullTransactionId fxid,
 									 const A2Announcement *items, int n);
+extern void a2_notifier_set_disk(const FullTransactionId *fxids, int n);
+extern void a2_notifier_count_announced(int64 announced, int64 dropped);
 extern int	a2_notifier_list_ready(int *slots, FullTransactionId *fxids, int max,
 								   int *cursor);
 extern int	a2_notifier_take(const int *slots, const uint8 *fates, int n,
