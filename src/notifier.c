@@ -580,12 +580,14 @@ a2_notifier_release(const A2Taken *taken, int n, int64 announced, int64 coalesce
 
 /*
  * The queue's depth, and how many of its entries wait for a transaction
- * that is still running (or prepared).  Every other entry is owed by the
+ * that is still running (or prepared); with_disk: the durable records the
+ * queue had no room for count as one entry each (a2_notify_wait owes them
+ * too; a2_notify_status() shows the queue alone).  Every other entry is owed by the
  * worker: taken and being sent, or recorded by a transaction that has
  * finished (committed ones it will send, aborted ones it will drop).
  */
 static int
-count_waiting(int *depth)
+count_waiting(int *depth, bool with_disk)
 {
 	/* a fresh snapshot, judged as the worker judges (notifier_xid.c) */
 	Snapshot	snap = GetLatestSnapshot();
@@ -603,8 +605,9 @@ count_waiting(int *depth)
 			waiting++;
 	}
 	/* records kept on disk count as entries; too many to list are owed */
-	*depth += shared->ndisk + (shared->disk_overflow ? 1 : 0);
-	for (i = 0; i < shared->ndisk; i++)
+	if (with_disk)
+		*depth += shared->ndisk + (shared->disk_overflow ? 1 : 0);
+	for (i = 0; with_disk && i < shared->ndisk; i++)
 	{
 		if (a2_xid_running(shared->disk[i], snap, next))
 			waiting++;
@@ -645,7 +648,7 @@ a2_notify_wait(PG_FUNCTION_ARGS)
 		int			depth;
 
 		/* records on disk not yet read back are owed too */
-		if (count_waiting(&depth) == depth &&
+		if (count_waiting(&depth, true) == depth &&
 			pg_atomic_read_u32(&shared->load_requested) == 0)
 			PG_RETURN_BOOL(true);
 		if (GetCurrentTimestamp() >= deadline)
@@ -677,7 +680,7 @@ a2_notifier_status_columns(Datum *values, bool *nulls)
 			nulls[i] = true;
 		return;
 	}
-	waiting = count_waiting(&depth);
+	waiting = count_waiting(&depth, false);
 	pid = shared->worker_pid;
 	if (pid != 0)
 		values[0] = Int32GetDatum(pid);

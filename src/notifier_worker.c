@@ -148,7 +148,10 @@ remove_done(PassState *ps)
 	ps->ndone = 0;
 }
 
-/* Copy a record the queue cannot take into ls->cxt, to send or drop. */
+/*
+ * Copy a record the queue cannot take into ls->cxt, to send or drop: the
+ * scan's transaction, and its memory, end before they are.
+ */
 static DiskRecord *
 keep_record(LoadState *ls, FullTransactionId fxid, Oid dboid,
 			const A2Announcement *items, int n)
@@ -210,11 +213,23 @@ restore_record(FullTransactionId fxid, Oid dboid, const A2Announcement *items,
 					break;
 				case A2_XID_COMMITTED:
 				case A2_XID_FORGOTTEN:
-					ls->to_send = lappend(ls->to_send, keep_record(ls, fxid, dboid, items, n));
+					{
+						DiskRecord *r = keep_record(ls, fxid, dboid, items, n);
+						MemoryContext old = MemoryContextSwitchTo(ls->cxt);
+
+						ls->to_send = lappend(ls->to_send, r);
+						MemoryContextSwitchTo(old);
+					}
 					break;
 				case A2_XID_ABORTED:
 				case A2_XID_FUTURE:
-					ls->to_drop = lappend(ls->to_drop, keep_record(ls, fxid, dboid, NULL, 0));
+					{
+						DiskRecord *r = keep_record(ls, fxid, dboid, NULL, 0);
+						MemoryContext old = MemoryContextSwitchTo(ls->cxt);
+
+						ls->to_drop = lappend(ls->to_drop, r);
+						MemoryContextSwitchTo(old);
+					}
 					break;
 			}
 			break;
