@@ -51,6 +51,7 @@
 
 #include "a2.h"
 #include "notifier.h"
+#include "notifier_xid.h"
 
 #define A2_NAME_STRIDE	(A2_MAX_NAME_BYTES + 1)
 #define A2_QUEUE_DEFAULT	4096

@@ -77,6 +77,7 @@
 
 #include "a2.h"
 #include "notifier_store.h"
+#include "notifier_xid.h"
 
 #define A2_STORE_MAGIC		0x524E3241	/* "A2NR" */
 #define A2_STORE_VERSION	1

@@ -67,6 +67,7 @@
 #include "a2.h"
 #include "notifier.h"
 #include "notifier_store.h"
+#include "notifier_xid.h"
 #include "notify.h"
 
 /* entries handled per pass; a longer queue takes several passes */

@@ -78,6 +78,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -344,7 +345,7 @@ typedef struct LauncherState
 	List	   *pending;		/* Oids waiting for a slot, oldest first */
 	List	   *known;			/* KnownDb of each database at the last sweep */
 	bool		no_slot;		/* pending databases found every slot taken */
-	int			waiting_logged; /* databases waiting, as last logged */
+	int			waiting_logged; /* databases waiting at the last round */
 } LauncherState;
 
 /* a database as the launcher last saw it */
@@ -448,6 +449,28 @@ launch(Oid dboid, BackgroundWorkerHandle **handle)
 	worker.bgw_main_arg = ObjectIdGetDatum(dboid);
 	worker.bgw_notify_pid = MyProcPid;
 	return RegisterDynamicBackgroundWorker(&worker, handle);
+}
+
+/*
+ * May a scheduler connect to dboid now?  Not while DROP DATABASE, ALTER
+ * DATABASE ... RENAME or CREATE DATABASE ... TEMPLATE holds its lock (a
+ * connection would wait for it, and then fail after a DROP): false, try on
+ * the next round.  *gone: the database no longer exists.
+ */
+static bool
+database_ready(Oid dboid, bool *gone)
+{
+	LOCKTAG		tag;
+
+	*gone = false;
+	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, dboid, 0);
+	if (LockAcquire(&tag, RowExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	LockRelease(&tag, RowExclusiveLock, true);
+	StartTransactionCommand();
+	*gone = !SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(dboid));
+	CommitTransactionCommand();
+	return !*gone;
 }
 
 /* A scheduler of slot i stopped: keep the slot for a new one, or free it. */
@@ -565,6 +588,7 @@ a2_sched_launcher_main(Datum arg)
 			Oid			dboid;
 			bool		start;
 			bool		probe;
+			bool		gone;
 
 			LWLockAcquire(sched->lock, LW_EXCLUSIVE);
 			dboid = sched->dbs[i].dboid;
@@ -575,6 +599,17 @@ a2_sched_launcher_main(Datum arg)
 			LWLockRelease(sched->lock);
 			if (!start)
 				continue;
+			if (!database_ready(dboid, &gone))
+			{
+				if (gone)
+				{
+					LWLockAcquire(sched->lock, LW_EXCLUSIVE);
+					sched->dbs[i].wanted = false;
+					sched->dbs[i].dboid = InvalidOid;
+					LWLockRelease(sched->lock);
+				}
+				continue;
+			}
 			if (!launch(dboid, &ls.handles[i]))
 			{
 				/* no background worker free: tried again on the next round */
@@ -586,13 +621,14 @@ a2_sched_launcher_main(Datum arg)
 
 		/*
 		 * Databases without a scheduler because no worker or slot is free:
-		 * one log line when that starts (or grows), not one per round.  A
-		 * WARNING when one of them is known to have work due; a LOG line
-		 * when they are only to be looked at.
+		 * one log line when that starts, not one per round (nor per
+		 * database); again only after a time when none waited.  A WARNING
+		 * when one of them is known to have work due; a LOG line when they
+		 * are only to be looked at.
 		 */
 		if (ls.no_slot)
 			waiting += list_length(ls.pending);
-		if (waiting > ls.waiting_logged)
+		if (waiting > 0 && ls.waiting_logged == 0)
 			ereport(unknown_only ? LOG : WARNING,
 					(errmsg("a2 scheduler: %d database(s) wait for a background worker", waiting),
 					 errdetail("Each database with scheduled events needs one while it has any; %d slot(s), max_worker_processes is %d.",
