@@ -325,7 +325,7 @@ set_aside(const char *path, const char *why)
 
 	snprintf(bad, sizeof(bad), "%s.bad", path);
 	ereport(WARNING,
-			(errcode(why ? ERRCODE_IO_ERROR : ERRCODE_DATA_CORRUPTED),
+			(errcode(ERRCODE_DATA_CORRUPTED),
 			 why ? errmsg("a2 notifier: could not read record \"%s\" (%s), renamed to \"%s\"", path, why, bad)
 			 : errmsg("a2 notifier: record \"%s\" is not valid, renamed to \"%s\"", path, bad),
 			 errdetail("Its announcements, if any, are not made; listeners catch up by reading.")));
