@@ -367,6 +367,12 @@ def due_heard(db, sid, due, timeout=25):
         lst.close()
 
 
+def scheduler_in(admin, db, timeout=15):
+    """Bounded poll: db's scheduler is connected (so the command after this must deal with it)."""
+    return F.wait_for(lambda: one(admin, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = "
+                                         "'a2 scheduler' AND datname = %s", [db]) > 0, timeout)
+
+
 def run_lifecycle(cl):
     cl.start()
     admin = connect('postgres')
@@ -379,6 +385,7 @@ def run_lifecycle(cl):
     with connect('bg_a') as c:
         due = time.time() + 25
         schedule(c, 'tmpl', due)
+    report(scheduler_in(admin, 'bg_a'), 'bg_a\'s scheduler runs')
     t0 = time.time()
     err = None
     try:
@@ -400,6 +407,7 @@ def run_lifecycle(cl):
     user = connect('bg_a')
     due = time.time() + 12
     schedule(user, 'faildrop', due)
+    scheduler_in(admin, 'bg_a')
     err = None
     try:
         admin.execute('DROP DATABASE bg_a')
@@ -415,6 +423,7 @@ def run_lifecycle(cl):
         with connect('bg_b') as c:
             due = time.time() + 12
             schedule(c, 'rename', due)
+        report(scheduler_in(admin, 'bg_b'), 'bg_b\'s scheduler runs')
         err = None
         try:
             admin.execute('ALTER DATABASE bg_b RENAME TO bg_c')
@@ -427,6 +436,7 @@ def run_lifecycle(cl):
         # DROP DATABASE with work scheduled
         with connect('bg_c') as c:
             schedule(c, 'dropped', time.time() + 600)
+        scheduler_in(admin, 'bg_c')
         err = None
         try:
             admin.execute('DROP DATABASE bg_c')
