@@ -74,6 +74,8 @@
 #define A2_PASS_MAX		1024
 /* how often to look again while entries wait for running transactions */
 #define A2_POLL_MS		1000L
+/* how often, at most, to read records kept on disk again */
+#define A2_DISK_RESCAN_MS	100
 /* how long to gather announcements after a pass that sent some */
 #define A2_GATHER_MS	1L
 /* the wait after a failed pass: doubles from MIN to MAX */
@@ -93,6 +95,7 @@ typedef struct PassState
 	uint64		passes_sent;	/* passes that sent something, ever */
 	bool		loading;		/* reading the records back (an ERROR asks again) */
 	bool		disk_pending;	/* records kept on disk wait for prepared xacts */
+	TimestampTz last_load;		/* when the records were last read */
 	MemoryContext load_cxt;		/* what one read of the records keeps */
 } PassState;
 
@@ -347,9 +350,16 @@ run_pass(PassState *ps, bool *more)
 	int			from;
 
 	*more = false;
-	/* asked to, or records kept on disk: a COMMIT PREPARED may settle them */
-	if (a2_notifier_take_load_request() || ps->disk_pending)
+	/*
+	 * Asked to, or records kept on disk (a COMMIT PREPARED may have settled
+	 * them: every commit wakes us then, so look at most every
+	 * A2_DISK_RESCAN_MS).
+	 */
+	if (a2_notifier_take_load_request() ||
+		(ps->disk_pending &&
+		 TimestampDifferenceExceeds(ps->last_load, GetCurrentTimestamp(), A2_DISK_RESCAN_MS)))
 	{
+		ps->last_load = GetCurrentTimestamp();
 		ps->loading = true;
 		waiting = load_records(ps);
 		ps->loading = false;
