@@ -31,9 +31,10 @@ the postgres user).
              CREATE EXTENSION into another schema; a server restart after
              them, with a prepared append committed after it.
   capacity   more databases than worker slots: no WARNING at start for
-             databases with nothing scheduled; databases with work wait for
-             a free worker and are each announced once one frees; one log
-             line for the wait.
+             databases with nothing scheduled; 12 databases with work, more
+             than the launcher's slots (8) and the free workers (2), wait
+             and are each announced once one frees; one log line for the
+             wait.
 
 Waits are bounded polls of a condition (a listener heard X, a2_notify_wait).
 Every check prints "ok - ..." or "not ok - ..."; the last line is
@@ -554,7 +555,11 @@ def run_capacity(cl):
     cl.start()
     admin = connect('postgres')
     off = cl.log_size()
-    with_a2 = names[0::2]
+    for d in names[1::2]:
+        with connect(d) as c:
+            c.execute('CREATE EXTENSION a2')
+    # 12 databases want a scheduler at once: more than the launcher's 8 slots
+    with_a2 = names
     due = time.time() + 3
     for d in with_a2:
         with connect(d) as c:
@@ -565,7 +570,7 @@ def run_capacity(cl):
         for lst in listeners.values():
             lst.pump(0.02)
     missing = [d for d, lst in listeners.items() if not lst.has('cap', 1)]
-    report(not missing, '6 databases with work and 2 free workers: each one\'s event is announced once a worker frees',
+    report(not missing, '12 databases with work, 8 slots and 2 free workers: each one\'s event is announced once a worker frees',
            repr(missing))
     log = cl.log_since(off)
     waits = [ln for ln in log.splitlines() if 'wait for a background worker' in ln]
