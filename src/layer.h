@@ -94,7 +94,7 @@ typedef struct A2Layer
 
 	/*
 	 * Insert a validated batch (ids filled in) after the session's greatest
-	 * index, under the session lock, inside a2_spi_begin/end.  `generated`:
+	 * index, under the session lock, inside a2_call_begin/end.  `generated`:
 	 * every id was generated here.  Lane readiness per docs/semantics.md, "Lanes".
 	 */
 	void		(*insert_events) (const char *session_id, A2EventInput *events,

@@ -51,10 +51,13 @@
 
 #include "a2.h"
 #include "notifier.h"
+#include "notifier_xid.h"
 
 #define A2_NAME_STRIDE	(A2_MAX_NAME_BYTES + 1)
 #define A2_QUEUE_DEFAULT	4096
 #define A2_QUEUE_MAX		(1024 * 1024)
+/* disk-only records a2_notify_wait() can judge one by one */
+#define A2_DISK_MAX		64
 
 typedef enum A2SlotState
 {
@@ -87,6 +90,15 @@ typedef struct A2NotifierShared
 	pg_atomic_uint64 coalesced;
 	pg_atomic_uint64 fallbacks;
 	pg_atomic_uint64 dropped;
+	/*
+	 * Durable records the worker keeps on disk only, because the queue had
+	 * no room for them (or they are larger than the queue), and whose
+	 * transactions were still prepared when it last looked: a backend's
+	 * commit wakes the worker for them, and a2_notify_wait() counts them.
+	 */
+	int			ndisk;
+	bool		disk_overflow;	/* more than A2_DISK_MAX of them */
+	FullTransactionId disk[A2_DISK_MAX];
 	/* the arrays below follow, laid out by shmem_size() */
 } A2NotifierShared;
 
@@ -320,7 +332,8 @@ a2_notifier_wake(void)
 	Latch	   *latch;
 
 	if (shared == NULL ||
-		(shared->nused == 0 && pg_atomic_read_u32(&shared->load_requested) == 0))
+		(shared->nused == 0 && shared->ndisk == 0 && !shared->disk_overflow &&
+		 pg_atomic_read_u32(&shared->load_requested) == 0))
 		return;
 	/*
 	 * An unlocked read: a stale pointer only sets some other latch.  The
@@ -431,6 +444,28 @@ a2_notifier_restore(Oid dboid, FullTransactionId fxid,
 		put_entries(dboid, fxid, items, n, true);
 	LWLockRelease(shared->lock);
 	return result;
+}
+
+/*
+ * Publish the durable records kept on disk only whose transactions are
+ * still prepared (the worker, after each read of the records).
+ */
+void
+a2_notifier_set_disk(const FullTransactionId *fxids, int n)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	shared->disk_overflow = n > A2_DISK_MAX;
+	shared->ndisk = Min(n, A2_DISK_MAX);
+	memcpy(shared->disk, fxids, sizeof(FullTransactionId) * shared->ndisk);
+	LWLockRelease(shared->lock);
+}
+
+/* Count announcements the worker made straight from durable records. */
+void
+a2_notifier_count_announced(int64 announced, int64 dropped)
+{
+	pg_atomic_fetch_add_u64(&shared->announced, announced);
+	pg_atomic_fetch_add_u64(&shared->dropped, dropped);
 }
 
 /*
@@ -546,12 +581,14 @@ a2_notifier_release(const A2Taken *taken, int n, int64 announced, int64 coalesce
 
 /*
  * The queue's depth, and how many of its entries wait for a transaction
- * that is still running (or prepared).  Every other entry is owed by the
+ * that is still running (or prepared); with_disk: the durable records the
+ * queue had no room for count as one entry each (a2_notify_wait owes them
+ * too; a2_notify_status() shows the queue alone).  Every other entry is owed by the
  * worker: taken and being sent, or recorded by a transaction that has
  * finished (committed ones it will send, aborted ones it will drop).
  */
 static int
-count_waiting(int *depth)
+count_waiting(int *depth, bool with_disk)
 {
 	/* a fresh snapshot, judged as the worker judges (notifier_xid.c) */
 	Snapshot	snap = GetLatestSnapshot();
@@ -566,6 +603,14 @@ count_waiting(int *depth)
 		A2NotifySlot *slot = &qslots[used[i]];
 
 		if (slot->state == A2_SLOT_READY && a2_xid_running(slot->fxid, snap, next))
+			waiting++;
+	}
+	/* records kept on disk count as entries; too many to list are owed */
+	if (with_disk)
+		*depth += shared->ndisk + (shared->disk_overflow ? 1 : 0);
+	for (i = 0; with_disk && i < shared->ndisk; i++)
+	{
+		if (a2_xid_running(shared->disk[i], snap, next))
 			waiting++;
 	}
 	LWLockRelease(shared->lock);
@@ -604,7 +649,7 @@ a2_notify_wait(PG_FUNCTION_ARGS)
 		int			depth;
 
 		/* records on disk not yet read back are owed too */
-		if (count_waiting(&depth) == depth &&
+		if (count_waiting(&depth, true) == depth &&
 			pg_atomic_read_u32(&shared->load_requested) == 0)
 			PG_RETURN_BOOL(true);
 		if (GetCurrentTimestamp() >= deadline)
@@ -636,7 +681,7 @@ a2_notifier_status_columns(Datum *values, bool *nulls)
 			nulls[i] = true;
 		return;
 	}
-	waiting = count_waiting(&depth);
+	waiting = count_waiting(&depth, false);
 	pid = shared->worker_pid;
 	if (pid != 0)
 		values[0] = Int32GetDatum(pid);

@@ -10,7 +10,7 @@
  *	  session, greatest new index).  The worker announces an entry once its
  *	  xid is no longer running and committed -- so the events are visible
  *	  to any new snapshot -- and drops it once the xid aborted
- *	  (notifier_xid.c judges).  That one rule covers plain commits, aborts
+ *	  (notifier_xid.h judges).  That one rule covers plain commits, aborts
  *	  after the entry was recorded, and prepared transactions (COMMIT /
  *	  ROLLBACK PREPARED from any backend).  A prepared transaction's entries
  *	  are also written to a durable record (notifier_store.c) and read back
@@ -81,27 +81,6 @@ extern void a2_notifier_status_columns(Datum *values, bool *nulls);
 extern PGDLLEXPORT void a2_notifier_main(Datum main_arg);
 
 /*
- * What became of an entry's transaction (notifier_xid.c).  FORGOTTEN: it
- * ended so long ago that clog no longer knows how; the entry is announced
- * (a listener may hear it twice, but never miss it).  FUTURE: the xid was
- * never handed out in this cluster's history (a durable record outlived a
- * point-in-time recovery to before it); the entry is dropped.
- */
-typedef enum A2XidFate
-{
-	A2_XID_RUNNING = 0,
-	A2_XID_COMMITTED,
-	A2_XID_ABORTED,
-	A2_XID_FORGOTTEN,
-	A2_XID_FUTURE
-} A2XidFate;
-
-extern A2XidFate a2_xid_fate(FullTransactionId fxid, Snapshot snap,
-							 FullTransactionId next);
-extern bool a2_xid_running(FullTransactionId fxid, Snapshot snap,
-						   FullTransactionId next);
-
-/*
  * For the worker (notifier_worker.c).  A pass lists the READY slots and
  * their xids, judges each xid without holding the queue lock, then takes
  * the committed ones (READY -> SENDING, copied out) and frees the aborted
@@ -132,8 +111,11 @@ extern void a2_notifier_attach_worker(void);
 extern bool a2_notifier_take_load_request(void);
 extern A2Restore a2_notifier_restore(Oid dboid, FullTransactionId fxid,
 									 const A2Announcement *items, int n);
+extern void a2_notifier_set_disk(const FullTransactionId *fxids, int n);
+extern void a2_notifier_count_announced(int64 announced, int64 dropped);
 extern int	a2_notifier_list_ready(int *slots, FullTransactionId *fxids, int max,
 								   int *cursor);
+/* fates[i]: an A2XidFate (notifier_xid.h) */
 extern int	a2_notifier_take(const int *slots, const uint8 *fates, int n,
 							 A2Taken *out, char *namebuf,
 							 FullTransactionId *done, int *ndone);

@@ -31,7 +31,11 @@
  *	  committed or rolled back meanwhile (say while a2 was not preloaded)
  *	  is announced or dropped, and one whose clog is gone is announced.  A
  *	  record that does not fit in the queue stays on disk and is read again
- *	  when there is room; a corrupt one is renamed to ".bad" with a WARNING.
+ *	  when there is room; meanwhile the worker judges it straight from its
+ *	  file on every pass (so one larger than the whole queue is announced
+ *	  too).  A record that cannot be read (permissions, a read error, larger
+ *	  than 64 MB) or is not valid is renamed to ".bad" with a WARNING, and
+ *	  the scan goes on with the others.
  *
  *	  What is not covered: the records are files, not WAL.  A standby
  *	  promoted after a failover has the records its base backup copied,
@@ -73,6 +77,7 @@
 
 #include "a2.h"
 #include "notifier_store.h"
+#include "notifier_xid.h"
 
 #define A2_STORE_MAGIC		0x524E3241	/* "A2NR" */
 #define A2_STORE_VERSION	1
@@ -231,21 +236,24 @@ read_file(const char *path, Size *len)
 	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 		return NULL;
+	errno = 0;
 	if (fstat(fd, &st) != 0 || st.st_size > A2_STORE_MAX_BYTES)
 	{
-		if (errno == 0)
-			errno = EFBIG;
+		int			save = errno ? errno : EFBIG;
+
 		CloseTransientFile(fd);
+		errno = save;
 		return NULL;
 	}
 	data = palloc(st.st_size + 1);
 	errno = 0;
 	if (read(fd, data, st.st_size) != st.st_size)
 	{
-		if (errno == 0)
-			errno = EIO;
+		int			save = errno ? errno : EIO;
+
 		CloseTransientFile(fd);
 		pfree(data);
+		errno = save;
 		return NULL;
 	}
 	CloseTransientFile(fd);
@@ -305,15 +313,21 @@ parse_record(char *data, Size len, FullTransactionId fxid, A2StoreHeader *hdr)
 	return off == len ? items : NULL;
 }
 
+/*
+ * Rename a record that cannot be used to ".bad", with a WARNING saying
+ * why; the scan goes on with the other records.  why is NULL for a record
+ * whose contents are not valid, else the error of reading it.
+ */
 static void
-set_aside(const char *path)
+set_aside(const char *path, const char *why)
 {
 	char		bad[MAXPGPATH];
 
 	snprintf(bad, sizeof(bad), "%s.bad", path);
 	ereport(WARNING,
 			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("a2 notifier: record \"%s\" is not valid, renamed to \"%s\"", path, bad),
+			 why ? errmsg("a2 notifier: could not read record \"%s\" (%s), renamed to \"%s\"", path, why, bad)
+			 : errmsg("a2 notifier: record \"%s\" is not valid, renamed to \"%s\"", path, bad),
 			 errdetail("Its announcements, if any, are not made; listeners catch up by reading.")));
 	if (rename(path, bad) != 0)
 		ereport(WARNING,
@@ -364,14 +378,14 @@ a2_store_scan(A2StoreCallback cb, void *arg, Snapshot snap, FullTransactionId ne
 		{
 			if (errno == ENOENT)	/* removed since we listed it */
 				continue;
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not read file \"%s\": %m", path)));
+			/* one unreadable file must not hide the records after it */
+			set_aside(path, strerror(errno));
+			continue;
 		}
 		items = parse_record(data, len, fxid, &hdr);
 		if (items == NULL)
 		{
-			set_aside(path);
+			set_aside(path, NULL);
 			continue;
 		}
 		seen++;

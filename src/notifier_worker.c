@@ -67,12 +67,15 @@
 #include "a2.h"
 #include "notifier.h"
 #include "notifier_store.h"
+#include "notifier_xid.h"
 #include "notify.h"
 
 /* entries handled per pass; a longer queue takes several passes */
 #define A2_PASS_MAX		1024
 /* how often to look again while entries wait for running transactions */
 #define A2_POLL_MS		1000L
+/* how often, at most, to read records kept on disk again */
+#define A2_DISK_RESCAN_MS	100
 /* how long to gather announcements after a pass that sent some */
 #define A2_GATHER_MS	1L
 /* the wait after a failed pass: doubles from MIN to MAX */
@@ -90,14 +93,34 @@ typedef struct PassState
 	char	   *names;			/* A2_PASS_MAX names of A2_MAX_NAME_BYTES + 1 */
 	int			cursor;			/* where the next listing starts in the queue */
 	uint64		passes_sent;	/* passes that sent something, ever */
+	bool		loading;		/* reading the records back (an ERROR asks again) */
+	bool		disk_pending;	/* records kept on disk wait for prepared xacts */
+	TimestampTz last_load;		/* when the records were last read */
+	MemoryContext load_cxt;		/* what one read of the records keeps */
 } PassState;
+
+/* a record the queue had no room for, judged straight from its file */
+typedef struct DiskRecord
+{
+	FullTransactionId fxid;
+	Oid			dboid;
+	int			n;
+	A2Taken    *taken;			/* its items, to send */
+} DiskRecord;
 
 /* what reading the records back found */
 typedef struct LoadState
 {
 	int			records;
 	int			entries;
-	bool		no_room;
+	Snapshot	snap;
+	FullTransactionId next;
+	MemoryContext cxt;
+	List	   *to_send;		/* DiskRecords whose transaction committed */
+	List	   *to_drop;		/* DiskRecords whose transaction aborted */
+	FullTransactionId *running; /* disk-only records still prepared */
+	int			nrunning;
+	int			maxrunning;
 } LoadState;
 
 static int
@@ -129,6 +152,42 @@ remove_done(PassState *ps)
 	ps->ndone = 0;
 }
 
+/*
+ * Copy a record the queue cannot take into ls->cxt, to send or drop: the
+ * scan's transaction, and its memory, end before they are.
+ */
+static DiskRecord *
+keep_record(LoadState *ls, FullTransactionId fxid, Oid dboid,
+			const A2Announcement *items, int n)
+{
+	MemoryContext old = MemoryContextSwitchTo(ls->cxt);
+	DiskRecord *r = palloc(sizeof(DiskRecord));
+
+	r->fxid = fxid;
+	r->dboid = dboid;
+	r->n = n;
+	r->taken = palloc0(sizeof(A2Taken) * n);
+	for (int i = 0; i < n; i++)
+	{
+		r->taken[i].slot = -1;
+		r->taken[i].dboid = dboid;
+		r->taken[i].max_index = items[i].max_index;
+		r->taken[i].fxid = fxid;
+		r->taken[i].durable = true;
+		r->taken[i].session_id = pstrdup(items[i].session_id);
+	}
+	MemoryContextSwitchTo(old);
+	return r;
+}
+
+/*
+ * A record the queue has no room for -- for now, or ever, when it names
+ * more sessions than the queue has slots -- is judged straight from its
+ * file, as a queued entry would be: still prepared, it stays on disk and
+ * is looked at again on every pass; committed, it is announced from the
+ * file; aborted, it is dropped.  The scan goes on either way, so one such
+ * record never hides the records after it.
+ */
 static bool
 restore_record(FullTransactionId fxid, Oid dboid, const A2Announcement *items,
 			   int n, void *arg)
@@ -144,32 +203,98 @@ restore_record(FullTransactionId fxid, Oid dboid, const A2Announcement *items,
 		case A2_RESTORE_ALREADY:
 			break;
 		case A2_RESTORE_NO_ROOM:
-			ls->no_room = true;
-			return false;
+			switch (a2_xid_fate(fxid, ls->snap, ls->next))
+			{
+				case A2_XID_RUNNING:
+					if (ls->nrunning == ls->maxrunning)
+					{
+						ls->maxrunning = Max(16, ls->maxrunning * 2);
+						ls->running = ls->running == NULL ?
+							MemoryContextAlloc(ls->cxt, sizeof(FullTransactionId) * ls->maxrunning) :
+							repalloc(ls->running, sizeof(FullTransactionId) * ls->maxrunning);
+					}
+					ls->running[ls->nrunning++] = fxid;
+					break;
+				case A2_XID_COMMITTED:
+				case A2_XID_FORGOTTEN:
+					{
+						DiskRecord *r = keep_record(ls, fxid, dboid, items, n);
+						MemoryContext old = MemoryContextSwitchTo(ls->cxt);
+
+						ls->to_send = lappend(ls->to_send, r);
+						MemoryContextSwitchTo(old);
+					}
+					break;
+				case A2_XID_ABORTED:
+				case A2_XID_FUTURE:
+					{
+						DiskRecord *r = keep_record(ls, fxid, dboid, NULL, 0);
+						MemoryContext old = MemoryContextSwitchTo(ls->cxt);
+
+						ls->to_drop = lappend(ls->to_drop, r);
+						MemoryContextSwitchTo(old);
+					}
+					break;
+			}
+			break;
 	}
 	return true;
 }
 
+static int64 send_database(A2Taken *taken, int from, int to);
+static int	taken_cmp(const void *a, const void *b);
+
 /*
- * Read the durable records back into the queue.  Returns true when some
- * did not fit (they are read again on a later pass).
+ * Read the durable records back into the queue, and settle those it has
+ * no room for straight from their files.  Returns true when some records
+ * stay on disk waiting for their prepared transactions (they are read
+ * again on every pass until they are settled).
  */
 static bool
-load_records(void)
+load_records(PassState *ps)
 {
 	LoadState	ls = {0};
+	ListCell   *lc;
+	int64		announced = 0;
+	int64		dropped = 0;
 
+	MemoryContextReset(ps->load_cxt);
+	ls.cxt = ps->load_cxt;
 	StartTransactionCommand();
-	(void) a2_store_scan(restore_record, &ls, GetLatestSnapshot(),
-						 ReadNextFullTransactionId());
+	ls.snap = GetLatestSnapshot();
+	ls.next = ReadNextFullTransactionId();
+	(void) a2_store_scan(restore_record, &ls, ls.snap, ls.next);
 	CommitTransactionCommand();
 	if (ls.records > 0)
 		ereport(LOG,
 				(errmsg("a2 notifier: read %d announcement(s) of %d prepared transaction(s) back from \"%s\"",
 						ls.entries, ls.records, A2_STORE_DIR)));
-	if (ls.no_room)
-		a2_notifier_request_load(false);
-	return ls.no_room;
+
+	/* committed: announce, then remove the record (a crash between: twice) */
+	foreach(lc, ls.to_send)
+	{
+		DiskRecord *r = lfirst(lc);
+
+		qsort(r->taken, r->n, sizeof(A2Taken), taken_cmp);
+		announced += send_database(r->taken, 0, r->n);
+		a2_store_remove(r->fxid);
+		ereport(LOG,
+				(errmsg("a2 notifier: announced %d session(s) of prepared transaction %llu straight from its record (the queue had no room for it)",
+						r->n, (unsigned long long) U64FromFullTransactionId(r->fxid))));
+	}
+	foreach(lc, ls.to_drop)
+	{
+		DiskRecord *r = lfirst(lc);
+
+		a2_store_remove(r->fxid);
+		dropped++;
+	}
+	if (announced > 0 || dropped > 0)
+		a2_notifier_count_announced(announced, dropped);
+	a2_notifier_set_disk(ls.running, ls.nrunning);
+	ps->disk_pending = ls.nrunning > 0;
+	MemoryContextReset(ps->load_cxt);
+	return ps->disk_pending;
 }
 
 /*
@@ -225,8 +350,20 @@ run_pass(PassState *ps, bool *more)
 	int			from;
 
 	*more = false;
-	if (a2_notifier_take_load_request())
-		waiting = load_records();
+	/*
+	 * Asked to, or records kept on disk (a COMMIT PREPARED may have settled
+	 * them: every commit wakes us then, so look at most every
+	 * A2_DISK_RESCAN_MS).
+	 */
+	if (a2_notifier_take_load_request() ||
+		(ps->disk_pending &&
+		 TimestampDifferenceExceeds(ps->last_load, GetCurrentTimestamp(), A2_DISK_RESCAN_MS)))
+	{
+		ps->last_load = GetCurrentTimestamp();
+		ps->loading = true;
+		waiting = load_records(ps);
+		ps->loading = false;
+	}
 
 	n = a2_notifier_list_ready(ps->slots, ps->fxids, A2_PASS_MAX, &ps->cursor);
 	if (n == 0)
@@ -363,6 +500,9 @@ a2_notifier_main(Datum main_arg)
 	ps = MemoryContextAllocZero(TopMemoryContext, sizeof(PassState));
 	ps->names = MemoryContextAlloc(TopMemoryContext,
 								   (Size) A2_PASS_MAX * (A2_MAX_NAME_BYTES + 1));
+	/* ALLOCSET_DEFAULT_SIZES, spelled out (its int products trip clang-tidy) */
+	ps->load_cxt = AllocSetContextCreate(TopMemoryContext, "a2 notifier records",
+										 (Size) 0, (Size) 8192, (Size) 8388608);
 	a2_notifier_attach_worker();
 
 	/*
@@ -388,6 +528,10 @@ a2_notifier_main(Datum main_arg)
 		FlushErrorState();
 		a2_notifier_unsend();
 		ps->ndone = 0;
+		/* a read of the records that failed is tried again */
+		if (ps->loading)
+			a2_notifier_request_load(false);
+		ps->loading = false;
 		RESUME_INTERRUPTS();
 
 		failures++;

@@ -38,7 +38,7 @@
 #include "storage/lwlock.h"
 #include "utils/snapmgr.h"
 
-#include "notifier.h"
+#include "notifier_xid.h"
 #include "pg_compat.h"
 
 /*

@@ -22,7 +22,7 @@
 
 /*
  * Whether the session has an unprocessed event, read from the latest
- * committed state (a2_exec_latest): call it inside a2_spi_begin/end.
+ * committed state (a2_exec_latest): call it inside a2_call_begin/end.
  */
 extern bool a2_session_has_pending(const char *session_id);
 

@@ -581,43 +581,6 @@ a2_exec_latest(A2Args *args, int expected)
 	return SPI_processed;
 }
 
-static void
-bind_values(A2Args *args, A2Statement *stmt, const Datum *values,
-			const char *nulls, int nvalues)
-{
-	if (nvalues != stmt->nparams)
-		elog(ERROR, "statement \"%s\" takes %d parameters, given %d",
-			 stmt->name, stmt->nparams, nvalues);
-	a2_args_init(args, stmt);
-	for (int i = 0; i < nvalues; i++)
-	{
-		if (nulls != NULL && nulls[i] == 'n')
-			a2_bind_null(args, i + 1);
-		else
-			a2_bind(args, i + 1, stmt->params[i].type, values[i]);
-	}
-}
-
-uint64
-a2_exec_values(A2Statement *stmt, const Datum *values, const char *nulls,
-			   int nvalues, bool read_only, int expected)
-{
-	A2Args		a;
-
-	bind_values(&a, stmt, values, nulls, nvalues);
-	return a2_exec(&a, read_only, expected);
-}
-
-uint64
-a2_exec_values_latest(A2Statement *stmt, const Datum *values,
-					  const char *nulls, int nvalues, int expected)
-{
-	A2Args		a;
-
-	bind_values(&a, stmt, values, nulls, nvalues);
-	return a2_exec_latest(&a, expected);
-}
-
 /* ---------------------------------------------------------------------
  * a2_statements(): every text, expanded
  * ---------------------------------------------------------------------

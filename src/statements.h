@@ -145,19 +145,6 @@ extern void a2_statements_init(void);
 extern uint64 a2_exec(A2Args *args, bool read_only, int expected);
 
 /*
- * The same with the values given as arrays, bound in order with their
- * declared types (nulls[i] == 'n': NULL; nulls may be NULL); `nvalues`
- * must be the statement's number of parameters.  For callers that build
- * their values in a loop.
- */
-extern uint64 a2_exec_values(A2Statement *stmt, const Datum *values,
-							 const char *nulls, int nvalues, bool read_only,
-							 int expected);
-extern uint64 a2_exec_values_latest(A2Statement *stmt, const Datum *values,
-									const char *nulls, int nvalues,
-									int expected);
-
-/*
  * Execute a writing statement that must see the latest committed state of
  * the session (the caller holds the session lock), even under REPEATABLE
  * READ or SERIALIZABLE.
