@@ -19,8 +19,9 @@ extern void a2_clock_define_guc(void);
 
 /*
  * Raise 42501 when a2.now is set, a2.allow_clock_override is off and the
- * current user is not a superuser (docs/security.md, "The clock override").  a2_clock_now_ms() and
- * a2_call_begin() call it, so every a2 operation does.
+ * current or the outer role is not a superuser (docs/security.md, "The
+ * clock override").  a2_clock_now_ms() and a2_call_begin() call it, so
+ * every a2 operation does.
  */
 extern void a2_clock_check_override(void);
 

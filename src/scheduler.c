@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * scheduler.c
- *	  Announcements of scheduled events when they fall due (SPEC 7.1).
+ *	  Announcements of scheduled events when they fall due
+ *	  (docs/semantics.md, "Scheduling").
  *
  *	  Where due times live: in a2_events.not_before, nowhere else.  The
  *	  table is the only durable record, so a restart of any worker or of
