@@ -580,17 +580,22 @@ finish_spi(void)
 		elog(ERROR, "SPI_finish failed");
 }
 
+/* A lock row's key: session_id; or ns, participant. */
+#define KEY_MAX 2
+
 /*
  * Run one of the lock-row statements, whose parameters are all the row's
- * text key (session_id; or ns, participant): key[0..nparams).
+ * text key: key[0..nparams), nparams at most KEY_MAX.
  */
 static uint64
-exec_keyed(A2Statement *stmt, const Datum *key, bool latest, int expected)
+exec_keyed(A2Statement *stmt, const Datum key[KEY_MAX], bool latest, int expected)
 {
 	A2Args		a;
 
+	if (stmt->nparams > KEY_MAX)
+		elog(ERROR, "statement \"%s\" takes more than a lock row's key", stmt->name);
 	a2_args_init(&a, stmt);
-	for (int i = 0; i < stmt->nparams; i++)
+	for (int i = 0; i < stmt->nparams && i < KEY_MAX; i++)
 		a2_bind(&a, i + 1, TEXTOID, key[i]);
 	return latest ? a2_exec_latest(&a, expected) : a2_exec(&a, false, expected);
 }
@@ -637,7 +642,7 @@ try_lock_or_create_row(A2Statement *try_lock, A2Statement *exists,
 static void
 dist_lock_session(const char *session_id)
 {
-	Datum		key[1] = {CStringGetTextDatum(session_id)};
+	Datum		key[KEY_MAX] = {CStringGetTextDatum(session_id), (Datum) 0};
 
 	connect_spi();
 	a2_pin_local_shard(key[0], session_id);
@@ -668,7 +673,7 @@ try_lock_session(const Datum *key, const char *session_id)
 static bool
 dist_try_lock_session(const char *session_id)
 {
-	Datum		key[1] = {CStringGetTextDatum(session_id)};
+	Datum		key[KEY_MAX] = {CStringGetTextDatum(session_id), (Datum) 0};
 	bool		locked;
 
 	connect_spi();
@@ -680,7 +685,7 @@ dist_try_lock_session(const char *session_id)
 static void
 dist_lock_participant(const char *ns, const char *participant)
 {
-	Datum		key[2] = {CStringGetTextDatum(ns), CStringGetTextDatum(participant)};
+	Datum		key[KEY_MAX] = {CStringGetTextDatum(ns), CStringGetTextDatum(participant)};
 
 	connect_spi();
 	lock_or_create_row(&lock_participant_row, &create_participant_row, key,
@@ -691,7 +696,7 @@ dist_lock_participant(const char *ns, const char *participant)
 static bool
 dist_try_lock_participant(const char *ns, const char *participant)
 {
-	Datum		key[2] = {CStringGetTextDatum(ns), CStringGetTextDatum(participant)};
+	Datum		key[KEY_MAX] = {CStringGetTextDatum(ns), CStringGetTextDatum(participant)};
 	bool		locked;
 
 	connect_spi();
@@ -844,7 +849,7 @@ field_wins(const Datum *key, Datum field, int64 at_ms, int64 now_ms)
 static void
 dist_presence_write(const A2PresenceWrite *f)
 {
-	Datum		key[2] = {CStringGetTextDatum(f->ns), CStringGetTextDatum(f->participant)};
+	Datum		key[KEY_MAX] = {CStringGetTextDatum(f->ns), CStringGetTextDatum(f->participant)};
 	int64		at_ms = f->at_ms;
 	int64		now_ms = f->now_ms;
 	int64		expires_ms = f->expires_ms;
