@@ -267,8 +267,11 @@ load_records(PassState *ps)
 	CommitTransactionCommand();
 	if (ls.records > 0)
 		ereport(LOG,
-				(errmsg("a2 notifier: read %d announcement(s) of %d prepared transaction(s) back from \"%s\"",
-						ls.entries, ls.records, A2_STORE_DIR)));
+				(errmsg_plural("a2 notifier: read the record of %d prepared transaction back from \"%s\"",
+							   "a2 notifier: read the records of %d prepared transactions back from \"%s\"",
+							   ls.records, ls.records, A2_STORE_DIR),
+				 errdetail_plural("They hold %d announcement.", "They hold %d announcements.",
+								  ls.entries, ls.entries)));
 
 	/* committed: announce, then remove the record (a crash between: twice) */
 	foreach(lc, ls.to_send)
@@ -279,8 +282,10 @@ load_records(PassState *ps)
 		announced += send_database(r->taken, 0, r->n);
 		a2_store_remove(r->fxid);
 		ereport(LOG,
-				(errmsg("a2 notifier: announced %d session(s) of prepared transaction %llu straight from its record (the queue had no room for it)",
-						r->n, (unsigned long long) U64FromFullTransactionId(r->fxid))));
+				(errmsg_plural("a2 notifier: announced %d session of prepared transaction %llu straight from its record",
+							   "a2 notifier: announced %d sessions of prepared transaction %llu straight from its record",
+							   r->n, r->n, (unsigned long long) U64FromFullTransactionId(r->fxid)),
+				 errdetail("The notifier's queue had no room for the transaction's announcements.")));
 	}
 	foreach(lc, ls.to_drop)
 	{
@@ -384,8 +389,9 @@ run_pass(PassState *ps, bool *more)
 	CommitTransactionCommand();
 	if (nforgotten > 0)
 		ereport(LOG,
-				(errmsg("a2 notifier: announcing %d entr%s whose transaction ended before clog's horizon",
-						nforgotten, nforgotten == 1 ? "y" : "ies"),
+				(errmsg_plural("a2 notifier: announcing %d entry whose transaction ended before clog's horizon",
+							   "a2 notifier: announcing %d entries whose transactions ended before clog's horizon",
+							   nforgotten, nforgotten),
 				 errdetail("Their transactions may have committed or aborted; a listener may hear such an announcement for events it already read.")));
 
 	ps->ndone = 0;
@@ -539,8 +545,9 @@ a2_notifier_main(Datum main_arg)
 		wait_ms = Min(wait_ms, A2_RETRY_MAX_MS);
 		ereport(LOG,
 				(errmsg("a2 notifier: pass failed, trying again in %ld ms", wait_ms),
-				 errdetail("%d consecutive failure(s); the entries it was sending are kept.",
-						   failures)));
+				 errdetail_plural("%d consecutive failure; the entries it was sending are kept.",
+								  "%d consecutive failures; the entries it was sending are kept.",
+								  failures, failures)));
 		pgstat_report_activity(STATE_IDLE, NULL);
 		retry_wait(wait_ms);
 		advance_notify_tail();

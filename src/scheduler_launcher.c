@@ -351,8 +351,10 @@ a2_sched_launcher_main(Datum arg)
 			waiting += list_length(ls.pending);
 		if (waiting > 0 && ls.waiting_logged == 0)
 			ereport(unknown_only ? LOG : WARNING,
-					(errmsg("a2 scheduler: %d database(s) wait for a background worker", waiting),
-					 errdetail("Each database with scheduled events needs one while it has any; %d slot(s), max_worker_processes is %d.",
+					(errmsg_plural("a2 scheduler: %d database is waiting for a background worker",
+								   "a2 scheduler: %d databases are waiting for a background worker",
+								   waiting, waiting),
+					 errdetail("Each database with scheduled events needs one while it has any; a2 has %d slots, max_worker_processes is %d.",
 							   a2_sched->ndbs, max_worker_processes),
 					 errhint("Raise max_worker_processes: a2 needs one per database with scheduled events, plus its notifier and launcher.")));
 		ls.waiting_logged = waiting;

@@ -573,7 +573,7 @@ def run_capacity(cl):
     report(not missing, '12 databases with work, 8 slots and 2 free workers: each one\'s event is announced once a worker frees',
            repr(missing))
     log = cl.log_since(off)
-    waits = [ln for ln in log.splitlines() if 'wait for a background worker' in ln]
+    waits = [ln for ln in log.splitlines() if 'waiting for a background worker' in ln]
     report(1 <= len(waits) <= 2, 'the wait is said in one log line, not one per round',
            '\n'.join(waits)[:600])
     for lst in listeners.values():
