@@ -35,10 +35,10 @@ PG_CONFIG ?= pg_config
 
 # The supported PostgreSQL majors (README "Supported PostgreSQL versions");
 # src/pg_compat.h refuses the others too.
-A2_PG_MAJORS = 15 16 17 18
+A2_PG_MAJORS = 15 16 17 18 19
 PG_MAJOR := $(shell $(PG_CONFIG) --version 2>/dev/null | sed -n 's/^PostgreSQL \([0-9][0-9]*\).*/\1/p')
 ifeq ($(filter $(A2_PG_MAJORS),$(PG_MAJOR)),)
-$(error a2 supports PostgreSQL 15 to 18, not this one: $(PG_CONFIG) is $(or $(shell $(PG_CONFIG) --version 2>/dev/null),missing) (set PG_CONFIG=/path/to/pg_config))
+$(error a2 supports PostgreSQL 15 to 19, not this one: $(PG_CONFIG) is $(or $(shell $(PG_CONFIG) --version 2>/dev/null),missing) (set PG_CONFIG=/path/to/pg_config))
 endif
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)

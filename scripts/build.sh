@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 #
 # Clean build of the extension with warnings as errors, then install it into
-# the PostgreSQL 15 that pg_config names.  PGXS adds COPT to CFLAGS, so
+# the PostgreSQL that pg_config names (15 to 19: scripts/lib.sh's
+# a2_find_pg_config; 15 unless PG_CONFIG says otherwise).  PGXS adds COPT to
+# CFLAGS, so
 #
 #   COPT='-DUSE_ASSERT_CHECKING' scripts/build.sh
 #

@@ -69,7 +69,7 @@ as_postgres() {
 
 # The PostgreSQL majors a2 supports (README "Supported PostgreSQL versions";
 # the Makefile and src/pg_compat.h refuse the others).
-A2_PG_MAJORS="15 16 17 18"
+A2_PG_MAJORS="15 16 17 18 19"
 
 # Locate pg_config.  Honours $PG_CONFIG (any supported major); otherwise
 # prefers PostgreSQL 15's version-specific binary, because Debian's

@@ -4,9 +4,20 @@
 # minimal Debian root.
 #
 #   scripts/matrix.sh VERSION [RESULTS]
+#   scripts/matrix.sh VERSION --run COMMAND [OUT]
 #
 #   VERSION 17: Debian 13 (trixie), postgresql-17
 #           18: Debian unstable (sid), postgresql-18
+#           19: Debian unstable (sid) with experimental, postgresql-19
+#               (the release candidate; see "Experimental" below)
+#   --run   instead of the steps below: build and install a2 into the
+#           root's PostgreSQL, then run COMMAND (bash -c, in /a2, as root,
+#           with PG_CONFIG and PGBIN of that version, A2_PGDATA
+#           /tmp/a2-run/data and A2_PGPORT; PostgreSQL 15 is in
+#           /opt/a2-pg15 as for the cross-version checks), and copy
+#           /tmp/a2-run/results to the directory OUT (default
+#           ./matrix-run-pgVERSION); for measurements such as
+#           bench/notify_versions.sh, or to look into a failure
 #
 # Steps, each a result line "PASS|FAIL<TAB>step<TAB>seconds" appended to
 # RESULTS (scripts/test.sh records them as layers "pgVERSION step"):
@@ -20,6 +31,7 @@
 #                      as the root's postgres user
 #   pg_upgrade 15->17  (17) test/versions/cross-version.sh upgrade
 #   dump 15->18        (18) test/versions/cross-version.sh dump
+#   pg_upgrade 15->19  (19) test/versions/cross-version.sh upgrade
 #
 # Roots are cached in A2_ROOTS_DIR (default /var/cache/a2-roots), one per
 # version, and rebuilt when the stamp (suite, mirror, package list, recipe)
@@ -29,6 +41,22 @@
 # registry may serve a dated snapshot, whose unstable Release file reads as
 # expired, so apt in the roots runs with Acquire::Check-Valid-Until=false.
 # A root that cannot be built is a failure, never a skip.
+#
+# Experimental: PostgreSQL 19 is, until Debian ships its final release, a
+# release candidate in Debian's experimental suite.  Its root is a sid root
+# whose apt sources add "experimental main", with apt preferences that let
+# only the packages built from the source package postgresql-19 come from
+# there (Package: src:postgresql-19): the server, client and headers, and
+# libpq5 and libpq-dev, which postgresql-server-dev-19 needs at 19 (>= 19~~).
+# Every other package, postgresql-common included, is sid's, as in the pg18
+# root; the root's build fails if anything else was installed from
+# experimental.  Once 19 is in sid, sid's packages win (the pin gives both
+# suites the same priority, and apt takes the higher version).
+# Experimental has no postgresql-19-pgtap yet.  pgTAP is SQL only
+# (Architecture: all, no shared library), so that root takes the extension
+# files of sid's postgresql-18-pgtap (apt-get download, dpkg-deb -x) into
+# 19's extension directory, without installing the package (which would
+# bring postgresql-18).
 #
 # The cross-version checks need PostgreSQL 15 inside the root, where the
 # newer pg_upgrade and pg_dump run: the host's 15 (PG_CONFIG's installation,
@@ -52,13 +80,27 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
-	sed -n '6,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '6,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
-[[ $# -ge 1 && $# -le 2 ]] || usage
+[[ $# -ge 1 ]] || usage
 version=$1
-results=${2:-/dev/null}
+run_cmd=
+if [[ ${2:-} == --run ]]; then
+	[[ $# -ge 3 && $# -le 4 && -n $3 ]] || usage
+	run_cmd=$3
+	run_out=$(realpath -m -- "${4:-matrix-run-pg$version}")
+	results=/dev/null
+else
+	[[ $# -le 2 ]] || usage
+	results=${2:-/dev/null}
+fi
+# The source package whose binaries may come from experimental; empty: the
+# root has no experimental source.
+experimental=
+# The major whose postgresql-NN-pgtap the root uses (see the header).
+pgtap_from=$version
 
 case $version in
 17)
@@ -68,6 +110,12 @@ case $version in
 18)
 	suite=sid
 	cross=(dump "dump 15->18")
+	;;
+19)
+	suite=sid
+	experimental=postgresql-19
+	pgtap_from=18
+	cross=(upgrade "pg_upgrade 15->19")
 	;;
 *) usage ;;
 esac
@@ -83,7 +131,6 @@ recipe=1
 packages=(
 	"postgresql-$version"
 	"postgresql-server-dev-$version"
-	"postgresql-$version-pgtap"
 	libtap-parser-sourcehandler-pgtap-perl
 	python3-psycopg
 	make
@@ -91,8 +138,13 @@ packages=(
 	gdb
 )
 
+if [[ $pgtap_from == "$version" ]]; then
+	packages+=("postgresql-$version-pgtap")
+fi
+
 roots=$(realpath -m -- "${A2_ROOTS_DIR:-/var/cache/a2-roots}")
 name=pg$version-$suite
+[[ -z $experimental ]] || name=$name-experimental
 root=$roots/$name
 port=${A2_MATRIX_PGPORT:-$((${A2_PGPORT:-54329} + 4))}
 [[ $port =~ ^[0-9]+$ ]] || a2_die "A2_MATRIX_PGPORT must be a port number, not '$port'"
@@ -235,6 +287,57 @@ in_root() {
 stamp() {
 	printf 'recipe %s\nsuite %s\nmirror %s\npackages %s\n' \
 		"$recipe" "$suite" "$mirror" "$(printf '%s\n' "${packages[@]}" | LC_ALL=C sort | tr '\n' ' ')"
+	# Only in an experimental root's stamp, so the others' stay as they were.
+	if [[ -n $experimental ]]; then
+		printf 'experimental src:%s\n' "$experimental"
+	fi
+	if [[ $pgtap_from != "$version" ]]; then
+		printf 'pgtap from postgresql-%s-pgtap\n' "$pgtap_from"
+	fi
+}
+
+# pgTAP's extension files from postgresql-PGTAP_FROM-pgtap (see the header).
+borrow_pgtap() {
+	local dir=$1 tmp=/tmp/a2-pgtap pkg=postgresql-$pgtap_from-pgtap
+	local ext=/usr/share/postgresql/$version/extension
+	rm -rf --one-file-system -- "$dir$tmp"
+	mkdir -p -- "$dir$tmp"
+	# shellcheck disable=SC2016 # for the inner sh
+	in_root "$dir" sh -c 'cd "$1" && apt-get -q -o APT::Sandbox::User=root download "$2" && dpkg-deb -x "$2"_*.deb x' \
+		sh "$tmp" "$pkg" || return 1
+	cp -- "$dir$tmp/x/usr/share/postgresql/$pgtap_from/extension/"pgtap* "$dir$ext/" || return 1
+	rm -rf --one-file-system -- "$dir$tmp"
+	[[ -f $dir$ext/pgtap.control ]]
+}
+
+# The experimental source and its pin (see the header).
+add_experimental() {
+	local dir=$1
+	echo "deb $mirror experimental main" >"$dir/etc/apt/sources.list.d/a2-experimental.list"
+	cat >"$dir/etc/apt/preferences.d/a2-experimental" <<EOF
+# scripts/matrix.sh: only the binaries of $experimental come from
+# experimental; everything else stays sid's.
+Package: src:$experimental
+Pin: release a=experimental
+Pin-Priority: 500
+
+Package: *
+Pin: release a=experimental
+Pin-Priority: 1
+EOF
+}
+
+# The installed packages that came from experimental but not from the
+# source package pinned: none may.
+stray_experimental() {
+	local dir=$1 pkg
+	in_root "$dir" apt list --installed 2>/dev/null |
+		awk -F'[/ ]' '(","  $2 ",") ~ /,experimental,/ { print $1 }' |
+		while read -r pkg; do
+			# shellcheck disable=SC2016 # dpkg-query's format
+			[[ $(in_root "$dir" dpkg-query -W -f '${source:Package}' "$pkg") == "$experimental" ]] ||
+				echo "$pkg"
+		done
 }
 
 build_root() {
@@ -269,6 +372,7 @@ Acquire::Check-Valid-Until "false";
 Acquire::Retries "3";
 APT::Install-Recommends "false";
 EOF
+	[[ -z $experimental ]] || add_experimental "$new"
 	mount_root "$new"
 	local ok=0
 	a2_log "matrix: apt-get install ${packages[*]}"
@@ -278,6 +382,10 @@ EOF
 				-o Dpkg::Options::=--force-confold install "${packages[@]}" &&
 			in_root "$new" apt-get clean
 	} >>"$log" 2>&1 || ok=1
+	if [[ $ok -eq 0 && $pgtap_from != "$version" ]]; then
+		a2_log "matrix: pgTAP from postgresql-$pgtap_from-pgtap"
+		borrow_pgtap "$new" >>"$log" 2>&1 || ok=1
+	fi
 	kill_in_root "$new"
 	unmount_root
 	if [[ $ok -ne 0 ]]; then
@@ -289,6 +397,16 @@ EOF
 		a2_warn "matrix: the $suite root has no /usr/lib/postgresql/$version/bin/pg_config"
 		return 1
 	}
+	if [[ -n $experimental ]]; then
+		local stray
+		stray=$(stray_experimental "$new" | tr '\n' ' ')
+		if [[ -n $stray ]]; then
+			a2_warn "matrix: installed from experimental, outside the pin: $stray"
+			return 1
+		fi
+		# shellcheck disable=SC2016 # dpkg-query's format, not the shell's
+		a2_log "matrix: from experimental: $(in_root "$new" apt list --installed 2>/dev/null | awk -F'[/ ]' '(","  $2 ",") ~ /,experimental,/ { printf "%s %s, ", $1, $3 }')"
+	fi
 	stamp >"$new/.a2-root-stamp"
 	rm -rf --one-file-system -- "$root"
 	mv -- "$new" "$root"
@@ -370,6 +488,21 @@ for _ in 1 2 3 4 5; do
 		cp -L -- "$lib" "$root/opt/a2-pg15/hostlib/$so"
 	done
 done
+
+if [[ -n $run_cmd ]]; then
+	rc=0
+	# shellcheck disable=SC2016 # $1 is for the inner bash
+	in_root "$root" CI="${CI:-}" PG_CONFIG="/usr/lib/postgresql/$version/bin/pg_config" \
+		PGBIN="/usr/lib/postgresql/$version/bin" A2_PGDATA=/tmp/a2-run/data A2_PGPORT="$port" \
+		bash -c 'cd /a2 && bash scripts/build.sh && bash -c "$1"' run "$run_cmd" || rc=$?
+	mkdir -p -- "$run_out"
+	if [[ -d $root/tmp/a2-run/results ]]; then
+		cp -a -- "$root/tmp/a2-run/results/." "$run_out/"
+	fi
+	kill_in_root "$root"
+	rm -rf --one-file-system -- "$root"/tmp/a2-*
+	exit "$rc"
+fi
 
 steps_file=$root/a2/.matrix-results
 : >"$steps_file"

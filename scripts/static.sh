@@ -6,8 +6,9 @@
 #   scripts/static.sh                 check src/*.c and src/citus/*.c
 #   scripts/static.sh FILE.c ...      check the given files instead
 #
-# Both tools see the PostgreSQL 15 server headers and the configuration the
-# real build uses (gcc on x86-64 Linux), so they understand ereport(ERROR),
+# Both tools see the server headers of the PostgreSQL that pg_config names
+# (15 unless PG_CONFIG says otherwise; any of 15 to 19) and the configuration
+# the real build uses (gcc on x86-64 Linux), so they understand ereport(ERROR),
 # pg_attribute_noreturn() and friends instead of guessing at unknown macros.
 # A finding that is a false positive is silenced where it occurs, with the
 # reason beside it:

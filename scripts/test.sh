@@ -15,12 +15,14 @@
 #   suite:NAME         test/suites/NAME.sh, for every NAME that
 #                      test/suites/SUITES lists, in its order
 #   static             scripts/static.sh (cppcheck, clang-tidy)
-#   pg17, pg18         the CI matrix (scripts/matrix.sh): a Debian root with
-#                      that PostgreSQL, where this script runs the build,
+#   pg17, pg18, pg19   the CI matrix (scripts/matrix.sh): a Debian root with
+#                      that PostgreSQL (19: the release candidate, from
+#                      experimental), where this script runs the build,
 #                      regress+isolation, pgtap, suite:15-notifier and
 #                      suite:16-notifier-xids, then
 #                      the cross-version check (pg_upgrade 15->17, dump
-#                      15->18); each of its steps is a layer "pgNN STEP"
+#                      15->18, pg_upgrade 15->19); each of its steps is a
+#                      layer "pgNN STEP"
 # Every layer is named after the server major it ran against ("pg15
 # regress+isolation") and reports its time.  The last line printed is
 # "N passed, M failed"; the exit status is 1 when M > 0.  A layer with
@@ -379,7 +381,7 @@ fi
 
 # The CI matrix: each version's steps become layers "pgNN STEP".  Only from
 # the host's PostgreSQL 15 run (the matrix copies it into the roots).
-for version in 17 18; do
+for version in 17 18 19; do
 	if [[ $A2_PG_MAJOR != 15 ]] || ! wanted "pg$version"; then
 		continue
 	fi

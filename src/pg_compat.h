@@ -1,16 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * pg_compat.h
- *	  Every difference between the PostgreSQL majors a2 supports (15 to 18)
- *	  that its code meets, in one place: the operations call the a2_*
- *	  names below and never test PG_VERSION_NUM themselves.
+ *	  Every difference between the PostgreSQL majors a2 supports (15 to 19;
+ *	  19 as its release candidate, 19~rc1) that its code meets, in one
+ *	  place: the operations call the a2_* names below and never test
+ *	  PG_VERSION_NUM themselves.
  *
- *	  Checked against 15, 16.2, 17.12 and 18.6 (every file builds with
- *	  -Werror; the suites of scripts/matrix.sh pass on 17 and 18, and passed
- *	  by hand on 16) and found unchanged for a2's use, so needing nothing
- *	  here: the background worker API and BackgroundWorkerInitializeConnection,
- *	  shmem_request_hook and shmem_startup_hook, RequestNamedLWLockTranche,
- *	  the xact and subxact callbacks, Async_Notify from the notifier (which
+ *	  Checked against 15, 16.2, 17.12, 18.6 and 19~rc1 (every file builds
+ *	  with -Werror; the suites of scripts/matrix.sh pass on 17, 18 and 19,
+ *	  and passed by hand on 16) and found unchanged for a2's use, so
+ *	  needing nothing here: the background worker API and
+ *	  BackgroundWorkerInitializeConnection, shmem_request_hook and
+ *	  shmem_startup_hook, RequestNamedLWLockTranche, the xact and subxact
+ *	  callbacks, Async_Notify from the notifier (which
  *	  sets MyDatabaseId per sending transaction), WaitLatch with
  *	  PG_WAIT_EXTENSION, the SPI plan calls (SPI_prepare_cursor,
  *	  SPI_keepplan, SPI_execute_snapshot), the systable scans of
@@ -29,14 +31,22 @@
 #include "access/transam.h"
 #include "utils/datetime.h"
 #include "utils/guc.h"
+#include "utils/jsonb.h"
+
+/*
+ * 19's pgstat.h no longer includes utils/wait_event.h, where
+ * pgstat_report_wait_start/_end are; the header is there on every
+ * supported major.
+ */
+#include "utils/wait_event.h"
 
 /* 16 moved the varlena macros (VARDATA_ANY, ...) out of postgres.h */
 #if PG_VERSION_NUM >= 160000
 #include "varatt.h"
 #endif
 
-#if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 190000
-#error "a2 supports PostgreSQL 15, 16, 17 and 18"
+#if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 200000
+#error "a2 supports PostgreSQL 15, 16, 17, 18 and 19"
 #endif
 
 /*
@@ -80,6 +90,42 @@ a2_guc_extra_alloc(size_t size)
 #define a2_transam TransamVariables
 #else
 #define a2_transam ShmemVariableCache
+#endif
+
+/*
+ * The jsonb builder (json_out.h's A2Json, filled through
+ * a2_push_jsonb_value): 19 gave pushJsonbValue a JsonbInState, which holds
+ * the parse stack and, once the outermost container is closed, the
+ * finished value in ->result, and made it return void.  Before 19 the
+ * builder is the parse stack itself and pushJsonbValue returns the
+ * container a WJB_END_* token closed.
+ *
+ * a2_push_jsonb_value returns the finished value after the outermost
+ * WJB_END_* and is not to be relied on otherwise (NULL on 19).  A builder
+ * starts as NULL; on 19 the first push allocates its state in
+ * CurrentMemoryContext, where the parse stack goes too.
+ */
+#if PG_VERSION_NUM >= 190000
+typedef JsonbInState *a2_jsonb_builder;
+
+static inline JsonbValue *
+a2_push_jsonb_value(a2_jsonb_builder *js, JsonbIteratorToken seq,
+					JsonbValue *v)
+{
+	if (*js == NULL)
+		*js = palloc0_object(JsonbInState);
+	pushJsonbValue(*js, seq, v);
+	return (*js)->result;
+}
+#else
+typedef JsonbParseState *a2_jsonb_builder;
+
+static inline JsonbValue *
+a2_push_jsonb_value(a2_jsonb_builder *js, JsonbIteratorToken seq,
+					JsonbValue *v)
+{
+	return pushJsonbValue(js, seq, v);
+}
 #endif
 
 /*
