@@ -5,10 +5,11 @@
  *	  readers (a2_json_field, a2_json_int64) that validate.c and the stored
  *	  cause check share.  Depends on no other a2 module.
  *
- *	  Results are assembled as a JsonbValue tree with pushJsonbValue() in the
- *	  SPI procedure context (freed by SPI_finish) and flattened into the
- *	  caller's context by a2j_finish().  Timestamps are epoch milliseconds
- *	  written as JavaScript's Date.prototype.toISOString() does.
+ *	  Results are assembled as a JsonbValue tree with pushJsonbValue()
+ *	  (through pg_compat.h's a2_push_jsonb_value) in the SPI procedure
+ *	  context (freed by SPI_finish) and flattened into the caller's context
+ *	  by a2j_finish().  Timestamps are epoch milliseconds written as
+ *	  JavaScript's Date.prototype.toISOString() does.
  *
  * IDENTIFICATION
  *	  src/json_out.c
@@ -37,40 +38,40 @@ push_key(A2Json *js, const char *key)
 	k.type = jbvString;
 	k.val.string.val = (char *) key;
 	k.val.string.len = strlen(key);
-	pushJsonbValue(js, WJB_KEY, &k);
+	a2_push_jsonb_value(js, WJB_KEY, &k);
 }
 
 static void
 push_value(A2Json *js, const char *key, JsonbValue *v)
 {
 	push_key(js, key);
-	pushJsonbValue(js, key ? WJB_VALUE : WJB_ELEM, v);
+	a2_push_jsonb_value(js, key ? WJB_VALUE : WJB_ELEM, v);
 }
 
 void
 a2j_begin_object(A2Json *js, const char *key)
 {
 	push_key(js, key);
-	pushJsonbValue(js, WJB_BEGIN_OBJECT, NULL);
+	a2_push_jsonb_value(js, WJB_BEGIN_OBJECT, NULL);
 }
 
 JsonbValue *
 a2j_end_object(A2Json *js)
 {
-	return pushJsonbValue(js, WJB_END_OBJECT, NULL);
+	return a2_push_jsonb_value(js, WJB_END_OBJECT, NULL);
 }
 
 void
 a2j_begin_array(A2Json *js, const char *key)
 {
 	push_key(js, key);
-	pushJsonbValue(js, WJB_BEGIN_ARRAY, NULL);
+	a2_push_jsonb_value(js, WJB_BEGIN_ARRAY, NULL);
 }
 
 JsonbValue *
 a2j_end_array(A2Json *js)
 {
-	return pushJsonbValue(js, WJB_END_ARRAY, NULL);
+	return a2_push_jsonb_value(js, WJB_END_ARRAY, NULL);
 }
 
 void

@@ -22,6 +22,8 @@
 #include "access/tupdesc.h"
 #include "utils/jsonb.h"
 
+#include "pg_compat.h"
+
 /*
  * The select list every event-returning statement starts with, its column
  * names (statements.h checks them), and the 1-based column numbers in it.
@@ -73,7 +75,7 @@ typedef enum A2EventCol
 	A2C_NUM_EVENT_COLS = A2C_NOT_BEFORE
 } A2EventCol;
 
-typedef JsonbParseState *A2Json;	/* the builder being filled */
+typedef a2_jsonb_builder A2Json;	/* the builder being filled (pg_compat.h) */
 
 extern void a2j_begin_object(A2Json *js, const char *key);
 extern JsonbValue *a2j_end_object(A2Json *js);

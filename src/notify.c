@@ -32,6 +32,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
 #include "commands/async.h"
 #include "fmgr.h"
