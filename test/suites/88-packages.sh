@@ -321,9 +321,14 @@ part_lintian() {
 	done
 	command -v lintian >/dev/null 2>&1 || A2_EXTRA_PACKAGES=lintian bash scripts/deps.sh
 	a2_log "lintian: $(lintian --version) on ${changes[*]##*/}"
-	# Errors and warnings fail (those debian/ overrides, with its reasons,
-	# are shown as O:); info and pedantic findings are shown.
-	lintian --fail-on error,warning --display-info --pedantic --show-overrides "${changes[@]}"
+	# Every finding is shown, those debian/ overrides as O: under its
+	# reasons (N:); an error (E:) or warning (W:) not overridden fails.
+	# (--fail-on would count the overridden ones when they are shown.)
+	lintian --fail-on none --display-info --pedantic --show-overrides "${changes[@]}" | tee "$work/lintian.txt"
+	if grep -qE '^[EW]: ' "$work/lintian.txt"; then
+		a2_die "lintian: errors or warnings (E:, W: above) to fix, or to override in debian/ with the reason"
+	fi
+	a2_log "lintian: no error or warning; $(grep -c '^O: ' "$work/lintian.txt") overridden, $(grep -cE '^[IP]: ' "$work/lintian.txt") info/pedantic"
 }
 
 # deb_files WORK MAJOR: the files (not directories) of the .deb, one per
