@@ -70,6 +70,11 @@ pg_env() {
 	PG_SOCK=$work/cluster/sock
 }
 
+# psql on the private cluster (its socket only; whatever PGHOST/PGPORT say).
+ppsql() {
+	"$PG_PRIVATE/bin/psql" -X -h "$PG_SOCK" -p 5432 -U postgres "$@"
+}
+
 part_pgxn() {
 	local work=$1 zip prefix before after out
 	a2_find_pg_config
@@ -235,13 +240,13 @@ EOF
 		tail -n 30 "$work/cluster/log" >&2
 		a2_die "pgxn: the cluster did not start"
 	}
-	"$PG_PRIVATE/bin/psql" -X -q -h "$PG_SOCK" -U postgres -d postgres -c 'CREATE DATABASE a2_smoke'
-	out=$("$PG_PRIVATE/bin/psql" -X -h "$PG_SOCK" -U postgres -d a2_smoke -v ON_ERROR_STOP=1 \
+	ppsql -q -d postgres -c 'CREATE DATABASE a2_smoke'
+	out=$(ppsql -d a2_smoke -v ON_ERROR_STOP=1 \
 		-f debian/tests/smoke.sql) || a2_die "pgxn: the smoke test failed on the installed zip"
 	printf '%s\n' "$out"
 	grep -qx " a2 $version: smoke test passed" <<<"$out" ||
 		a2_die "pgxn: the smoke test did not report a2 $version"
-	"$PG_PRIVATE/bin/psql" -X -q -h "$PG_SOCK" -U postgres -d postgres -c 'DROP DATABASE a2_smoke'
+	ppsql -q -d postgres -c 'DROP DATABASE a2_smoke'
 }
 
 part_npm() {
@@ -295,8 +300,8 @@ print("npm: %s %s serves a2 %s" % (p["name"], p["version"], r))'
 	resolved=$(cd "$app" && node --input-type=module -e "console.log(import.meta.resolve('a2-client'))")
 	[[ $resolved == "file://$pkgdir/"* ]] || a2_die "npm: 'a2-client' resolves to $resolved, not the installed package"
 
-	"$PG_PRIVATE/bin/psql" -X -q -h "$PG_SOCK" -U postgres -d postgres -c 'CREATE DATABASE a2_npm'
-	"$PG_PRIVATE/bin/psql" -X -q -h "$PG_SOCK" -U postgres -d a2_npm -c 'CREATE EXTENSION a2'
+	ppsql -q -d postgres -c 'CREATE DATABASE a2_npm'
+	ppsql -q -d a2_npm -c 'CREATE EXTENSION a2'
 	url="postgresql://postgres@/a2_npm?host=$(node -p 'encodeURIComponent(process.argv[1])' "$PG_SOCK")&port=5432"
 	a2_log "npm: the example from the installed package"
 	out=$(cd "$app" && A2_DATABASE_URL=$url timeout 60 node worker.mjs)
