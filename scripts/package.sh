@@ -56,8 +56,9 @@
 # A2_APT_SECURITY; none for sid), as a user's system has: apt runs with
 # Check-Valid-Until off (the mirror may be a dated snapshot), nothing
 # installed may start a service, and postgresql-common makes no cluster.
-# A fresh machine makes them in about 3 minutes each; afterwards a build is
-# the compile, and a test about 20 seconds.  One run per root at a time
+# A fresh machine makes them in 2.5 to 10 minutes each (debootstrap and
+# apt; the longer on a busy shared machine); afterwards a build is the
+# compile (33 to 71 seconds here), and a test 26 to 43.  One run per root at a time
 # (flock).  Needs root (debootstrap, chroot, mount); as another user it
 # goes through sudo.
 
