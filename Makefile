@@ -90,3 +90,31 @@ version-check:
 		case "$$reach" in *" $$v "*) ;; *) echo "no update path from $$v to $(EXTVERSION) in src/sql/upgrade/"; exit 1 ;; esac; \
 	done
 	@echo "version-check: $(EXTVERSION) in a2.control, META.json, clients/node, clients/python; install script from src/sql/objects/, update path in src/sql/upgrade/"
+
+# --- releases: PGXN and the packages (scripts/package.sh, docs/operations.md) -
+#
+# make dist: dist/$(EXTENSION)-$(EXTVERSION).zip, the PGXN distribution, in
+# the layout PGXN expects (one top directory $(EXTENSION)-$(EXTVERSION)/ with
+# META.json).  It is `git archive` of the tracked files as they are in the
+# work tree: an uncommitted change to a tracked file is in it, an untracked
+# file is not.  Left out: what is released on its own (clients/ on npm and
+# PyPI, and the Node example that imports it), Debian's packaging, the
+# benchmarks and the CI entry point.  scripts/package.sh makes the Debian
+# source package's upstream tarball from this zip.
+DIST_EXCLUDE = debian clients bench .ci examples/clients examples/node-worker.mjs
+
+.PHONY: dist
+dist:
+	@git rev-parse --git-dir >/dev/null 2>&1 || { echo "make dist needs a git checkout (it runs git archive)"; exit 1; }
+	@mkdir -p dist
+	@tree=$$(git stash create) && tree=$${tree:-HEAD} && \
+	git archive --format=zip --prefix=$(EXTENSION)-$(EXTVERSION)/ \
+		--output=dist/$(EXTENSION)-$(EXTVERSION).zip $$tree -- . $(addprefix :!,$(DIST_EXCLUDE)) && \
+	echo "dist/$(EXTENSION)-$(EXTVERSION).zip"
+
+# The packages' versions agree with a2.control: debian/changelog, and the
+# a2 versions each client package says it serves.
+version-check: version-check-packages
+.PHONY: version-check-packages
+version-check-packages:
+	@bash scripts/package.sh versions

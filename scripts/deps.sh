@@ -25,6 +25,13 @@ packages=(
 	python3-psycopg-pool
 	gdb
 	debootstrap
+	dpkg-dev
+	debhelper
+	postgresql-server-dev-all
+	lintian
+	pgxnclient
+	unzip
+	xz-utils
 )
 if [[ -n ${A2_EXTRA_PACKAGES:-} ]]; then
 	read -r -a extra <<<"$A2_EXTRA_PACKAGES"
