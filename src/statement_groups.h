@@ -35,6 +35,7 @@
 	X(local) \
 	X(citus_layer) \
 	X(citus_pin) \
+	X(citus_walk) \
 	X(scheduler)
 
 #define A2_DECLARE_STATEMENT_GROUP(group) \
