@@ -554,7 +554,9 @@ local_read_states(const A2StateRequests *req, const char *reducer,
 /*
  * The first entry available at $1 after ($2, $3) in (time, session) order.
  * The LIMIT is a constant so that the generic plan is an ordered index
- * scan.
+ * scan.  Routed too: in distributed mode a node without shards (the
+ * coordinator) walks the distributed table through Citus with these
+ * (citus_walk.c).
  */
 #define NEXT_CANDIDATE_SQL(key) \
 	"SELECT e.session_id, " key " AS available_at" \
@@ -568,8 +570,8 @@ local_read_states(const A2StateRequests *req, const char *reducer,
 static A2Statement next_candidate = {
 	.name = "local.next_candidate",
 	.texts = {
-		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1, NEXT_CANDIDATE_SQL(A2_AVAILABLE_KEY_0_1)),
-		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_3, NEXT_CANDIDATE_SQL(A2_AVAILABLE_KEY)),
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1, NEXT_CANDIDATE_SQL(A2_AVAILABLE_KEY_0_1)),
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_3, NEXT_CANDIDATE_SQL(A2_AVAILABLE_KEY)),
 	},
 	.nparams = 3,
 	.params = {A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),
@@ -587,8 +589,8 @@ static A2Statement next_candidate = {
 static A2Statement next_after_now = {
 	.name = "local.next_after_now",
 	.texts = {
-		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1, NEXT_AFTER_NOW_SQL(A2_AVAILABLE_KEY_0_1)),
-		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_3, NEXT_AFTER_NOW_SQL(A2_AVAILABLE_KEY)),
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1, NEXT_AFTER_NOW_SQL(A2_AVAILABLE_KEY_0_1)),
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_3, NEXT_AFTER_NOW_SQL(A2_AVAILABLE_KEY)),
 	},
 	.nparams = 1, .params = {A2_PARAM("now", INT8OID)},
 	.columns = A2_COLUMNS("available_at")

@@ -37,13 +37,13 @@ PG_FUNCTION_INFO_V1(a2_read);
 static A2Statement read_range = {
 	.name = "read.range",
 	.texts = {
-		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1, READ_RANGE_SQL(A2_EVENT_COLUMNS_0_1)),
-		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_3, READ_RANGE_SQL(A2_EVENT_COLUMNS)),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, READ_RANGE_SQL(A2_EVENT_COLUMNS_0_1)),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3, READ_RANGE_SQL(A2_EVENT_COLUMNS)),
 	},
 	.nparams = 4,
 	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("after_index", INT8OID),
 	A2_PARAM("through_index", INT8OID), A2_PARAM("max_events", INT8OID)},
-	.columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES)
+	.session_param = 1, .columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES)
 };
 
 A2_STATEMENT_GROUP(read, &read_range);
