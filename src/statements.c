@@ -36,6 +36,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
 
 #include "citus/citus_shards.h"
 #include "statement_groups.h"
