@@ -376,32 +376,35 @@ a2_args_init(A2Args *args, const A2Statement *stmt)
 	args->nulls[A2_MAX_STMT_ARGS] = '\0';
 }
 
+/* Set parameter `param` (1-based), checked to exist, and mark it bound. */
+static void
+set_param(A2Args *args, int param, Datum value, bool isnull)
+{
+	const A2Statement *stmt = args->stmt;
+
+	if (param < 1 || param > stmt->nparams)
+		elog(ERROR, "statement \"%s\" has no parameter $%d", stmt->name, param);
+	args->values[param - 1] = value;
+	args->nulls[param - 1] = isnull ? 'n' : ' ';
+	args->bound |= (uint32) 1 << (param - 1);
+}
+
 void
 a2_bind(A2Args *args, int param, Oid type, Datum value)
 {
 	const A2Statement *stmt = args->stmt;
 
-	if (param < 1 || param > stmt->nparams)
-		elog(ERROR, "statement \"%s\" has no parameter $%d", stmt->name, param);
+	set_param(args, param, value, false);
 	if (stmt->params[param - 1].type != type)
 		elog(ERROR, "parameter $%d (%s) of statement \"%s\" is declared as type %u, bound as %u",
 			 param, stmt->params[param - 1].name, stmt->name,
 			 stmt->params[param - 1].type, type);
-	args->values[param - 1] = value;
-	args->nulls[param - 1] = ' ';
-	args->bound |= (uint32) 1 << (param - 1);
 }
 
 void
 a2_bind_null(A2Args *args, int param)
 {
-	const A2Statement *stmt = args->stmt;
-
-	if (param < 1 || param > stmt->nparams)
-		elog(ERROR, "statement \"%s\" has no parameter $%d", stmt->name, param);
-	args->values[param - 1] = (Datum) 0;
-	args->nulls[param - 1] = 'n';
-	args->bound |= (uint32) 1 << (param - 1);
+	set_param(args, param, (Datum) 0, true);
 }
 
 void
