@@ -553,16 +553,15 @@ ${gs.map(
 )}</tbody></table>
 <p class="hint">${complete ? 'All dead letters counted.' : `Counted over the newest ${fmtNum(gs[0]!.scanned)} dead letters (a bounded walk).`}</p>`}
 <h2>${error !== null ? h`Dead letters with error <q id="error-filter">${error}</q> <a href="${this.url('/failures')}">(all)</a>` : 'Dead letters, newest first'}</h2>
-<form method="post" action="${this.url('/actions/redrive')}" id="selection">
-<input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="target" value="selected"><input type="hidden" name="back" value="${back}">
+${canRedrive ? h`<form method="post" action="${this.url('/actions/redrive')}" id="selection">
+<input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="target" value="selected"><input type="hidden" name="back" value="${back}">` : ''}
 <table class="list" id="dead-letters"><thead><tr>${canRedrive ? h`<th></th>` : ''}<th>event</th><th>type</th><th>error</th><th>failed</th><th>failures</th><th>lane</th></tr></thead><tbody>
 ${events.map(
   (e) => h`<tr>${canRedrive ? h`<td><input type="checkbox" name="item" value="${JSON.stringify([e.sessionId, e.index])}" aria-label="select"></td>` : ''}
 <td><a href="${this.url('/session' + qs({ id: str(e.sessionId) }))}#event-${str(e.index)}">${str(e.sessionId)} #${str(e.index)}</a></td><td>${str(e.type)}</td><td class="error-text">${str(e.lastError)}</td><td>${fmtTime(e.failedAt)}</td><td>${fmtNum(e.failureCount)}</td><td>${str(e.lane)}</td></tr>`,
 )}</tbody></table>
 ${events.length === 0 ? h`<p>None${page.cursor !== null ? ' in this stretch' : ''}.</p>` : ''}
-${canRedrive && events.length > 0 ? h`<button type="submit" id="redrive-selected">Redrive selected</button>` : ''}
-</form>
+${canRedrive ? h`${events.length > 0 ? h`<button type="submit" id="redrive-selected">Redrive selected</button>` : ''}</form>` : ''}
 ${canRedrive && error !== null && events.length > 0 ? this.actionForm('redrive', csrf, `Redrive all with this error`, { target: 'matching', error, back }) : ''}
 ${canCancel && events.length > 0 ? h`<p class="hint">Cancel a dead letter from its session's page.</p>` : ''}
 <p class="pager">${page.cursor !== null ? h`<a id="next-page" href="${this.url('/failures' + qs({ error, cursor: JSON.stringify(page.cursor) }))}">Next page →</a>` : ''}</p>`
