@@ -22,12 +22,15 @@ export type Capabilities = {
   canRead: boolean
   canMetrics: boolean
   canNotifyStatus: boolean
+  /** pg_read_all_stats (e.g. through pg_monitor): other roles' background workers are visible. */
+  canSeeWorkers: boolean
   extVersion: string | null
 }
 
 export const STATEMENTS = {
   capabilities: `
     SELECT current_user::text AS role, e.extversion,
+           pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE') AS see_workers,
            COALESCE((SELECT json_object_agg(p.proname, has_function_privilege(p.oid, 'EXECUTE'))
                        FROM pg_catalog.pg_depend d
                        JOIN pg_catalog.pg_proc p ON p.oid = d.objid
@@ -97,6 +100,7 @@ export class Db {
       canRead: row.can_read === true,
       canMetrics: functions.get('a2_metrics') === true,
       canNotifyStatus: functions.get('a2_notify_status') === true,
+      canSeeWorkers: row.see_workers === true,
       extVersion: (row.extversion as string | null) ?? null,
     }
   }

@@ -175,6 +175,11 @@ export class Dashboard {
     }
     res.setHeader('X-Content-Type-Options', 'nosniff')
     res.setHeader('Referrer-Policy', 'same-origin')
+    if (path === '/favicon.ico') {
+      res.statusCode = 204
+      res.end()
+      return
+    }
     if (path === '/healthz') return this.send(res, 200, 'text/plain; charset=utf-8', 'ok\n')
     if (path === '/login' && this.opts.token !== null) return this.login(req, res)
     if (!this.authorized(req, res)) return
@@ -247,7 +252,7 @@ export class Dashboard {
   }
 
   loginForm(error = ''): Html {
-    return h`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>a2 dashboard: sign in</title>
+    return h`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>a2 dashboard: sign in</title><link rel="icon" href="data:,">
 <link rel="stylesheet" href="${this.url('/static/style.css')}"></head><body><main>
 <h1>a2 dashboard</h1><form method="post" action="${this.url('/login')}">
 <label>Token <input type="password" name="token" autocomplete="current-password" autofocus></label>
@@ -323,7 +328,7 @@ export class Dashboard {
     res.statusCode = status
     res.setHeader('Content-Type', 'text/html; charset=utf-8')
     res.end(
-      h`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>a2 dashboard: ${status}</title>
+      h`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>a2 dashboard: ${status}</title><link rel="icon" href="data:,">
 <link rel="stylesheet" href="${this.url('/static/style.css')}"></head><body><main><h1>${status}</h1>
 <p class="error" id="error">${message}</p><p><a href="${this.url('/')}">Overview</a></p></main></body></html>`.value,
     )
@@ -358,7 +363,7 @@ export class Dashboard {
       'text/html; charset=utf-8',
       h`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · a2 dashboard</title><link rel="stylesheet" href="${this.url('/static/style.css')}">
+<title>${title} · a2 dashboard</title><link rel="icon" href="data:,"><link rel="stylesheet" href="${this.url('/static/style.css')}">
 <script src="${this.url('/static/app.js')}" defer></script></head>
 <body data-base="${this.opts.basePath}" data-page="${tab}">
 <header><span class="brand">a2</span><nav>${tabs.map(([id, href, label]) => h`<a href="${this.url(href)}" class="${id === tab ? 'active' : ''}" id="nav-${id}">${label}</a>`)}</nav>
@@ -402,7 +407,7 @@ ${card('m-lane', 'Waiting in lanes', m.lane_waiting_events)}
 <tr><th>notifier mode</th><td id="notifier-mode">${notify ? str(notify.mode) : caps.canNotifyStatus ? 'unknown' : 'no privilege (a2_grant_monitor)'}</td></tr>
 <tr><th>notifier process</th><td id="notifier-pid">${notify ? (notify.notifier_pid === null ? 'not running' : `pid ${str(notify.notifier_pid)}`) : '—'}</td></tr>
 ${notify ? h`<tr><th>notifier queue</th><td>${fmtNum(notify.queue_depth)} of ${fmtNum(notify.queue_size)} (waiting ${fmtNum(notify.waiting)}); announced ${fmtNum(notify.announced)}, coalesced ${fmtNum(notify.coalesced)}, fallbacks ${fmtNum(notify.fallbacks)}, dropped ${fmtNum(notify.dropped)}</td></tr>` : ''}
-<tr><th>scheduler</th><td id="scheduler">${schedulers.length > 0 ? schedulers.map((w) => `${w.type} (pid ${w.pid})`).join(', ') : Number(m.scheduled_events ?? 0) > 0 ? 'not running (due events are announced once one starts)' : 'idle: nothing scheduled'}</td></tr>
+<tr><th>scheduler</th><td id="scheduler">${schedulers.length > 0 ? schedulers.map((w) => `${w.type} (pid ${w.pid})`).join(', ') : !caps.canSeeWorkers ? 'not visible to this role (pg_monitor or pg_read_all_stats shows it)' : Number(m.scheduled_events ?? 0) > 0 ? 'not running (due events are announced once one starts)' : 'idle: nothing scheduled'}</td></tr>
 <tr><th>extension</th><td>a2 ${caps.extVersion ?? '?'}; measured at ${fmtTime(m.measured_at)}</td></tr>
 </table></section>`
   }
