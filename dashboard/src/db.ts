@@ -49,6 +49,8 @@ export const STATEMENTS = {
      WHERE backend_type LIKE 'a2 %' AND (datname IS NULL OR datname = current_database())
      ORDER BY backend_type, pid`,
   listSessions: 'SELECT a2_list_sessions($1::text, $2::text, $3::integer) AS r',
+  /** One summary per id: a2_list_sessions(id, NULL, 1) starts at the id itself (the least id with that prefix). */
+  sessionSummaries: 'SELECT a2_list_sessions(x, NULL, 1) AS r FROM pg_catalog.unnest($1::text[]) WITH ORDINALITY AS u(x, n) ORDER BY n',
   read: 'SELECT a2_read($1::text, $2::bigint, $3::bigint, $4::integer) AS r',
   lastIndex: 'SELECT max(idx) AS n FROM a2_events WHERE session_id = $1::text',
   snapshots: 'SELECT a2_list_snapshots($1::text, true) AS r',

@@ -53,6 +53,8 @@ const CSRF_COOKIE = 'a2dash_csrf'
 const TOKEN_COOKIE = 'a2dash_token'
 const PAGE = 50
 const MAX_REDRIVE_ALL = 1000
+/** A state filter reads at most this many sessions (or, for "dead", dead letters per walk step) per request. */
+const FILTER_SCAN = 200
 
 class HttpError extends Error {
   constructor(
@@ -420,32 +422,63 @@ ${notify ? h`<tr><th>notifier queue</th><td>${fmtNum(notify.queue_depth)} of ${f
     const cursor = url.searchParams.get('cursor')
     if (!['', 'pending', 'dead', 'finished'].includes(state)) throw new HttpError(400, 'state must be pending, dead or finished')
     if (prefix.length > 1024 || (cursor ?? '').length > 1024) throw new HttpError(400, 'prefix and cursor are at most 1024 characters')
-    // Unfiltered: one page of a2_list_sessions. Filtered: pages until PAGE
-    // matches or 20 pages were read (bounded; the cursor goes on from there).
+    // Unfiltered: one page of a2_list_sessions. "dead": sessions met on a
+    // walk of the dead letters (a2_dead_letters, newest failure first),
+    // then their summaries, one a2_list_sessions probe each. "pending" and
+    // "finished": one page of FILTER_SCAN sessions, filtered (bounded; the
+    // cursor goes on from there). No filter reads more than a bounded
+    // number of sessions or dead letters, whatever the table holds.
     const rows: JsonObject[] = []
-    let next: string | null = cursor
-    let pages = 0
-    do {
-      const r = await this.db.one<JsonObject>(STATEMENTS.listSessions, [prefix, next, state === '' ? PAGE : 500])
-      pages++
+    let next: string | null = null
+    if (state === 'dead') {
+      let dc: Json = null
+      if (cursor !== null) {
+        try {
+          dc = JSON.parse(cursor) as Json
+        } catch {
+          throw new HttpError(400, 'bad cursor')
+        }
+      }
+      const ids: string[] = []
+      let scanned = 0
+      walk: while (ids.length < PAGE && scanned < 10 * FILTER_SCAN) {
+        const page: JsonObject = await this.db.one<JsonObject>(STATEMENTS.deadLetters, [null, dc === null ? null : JSON.stringify(dc), 200, FILTER_SCAN])
+        scanned += Number(page.scanned ?? 0)
+        for (const e of (page.events ?? []) as JsonObject[]) {
+          const sid = str(e.sessionId)
+          dc = [Date.parse(str(e.failedAt)), sid, Number(e.index)]
+          if (sid.startsWith(prefix) && !ids.includes(sid)) ids.push(sid)
+          if (ids.length >= PAGE) break walk
+        }
+        dc = page.cursor ?? null
+        if (dc === null) break
+      }
+      next = dc === null ? null : JSON.stringify(dc)
+      const summaries = await this.db.rows(STATEMENTS.sessionSummaries, [ids])
+      summaries.forEach((r, k) => {
+        const s = (((r.r as JsonObject).sessions ?? []) as JsonObject[])[0]
+        if (s && s.sessionId === ids[k]) rows.push(s)
+      })
+    } else {
+      const r = await this.db.one<JsonObject>(STATEMENTS.listSessions, [prefix, cursor, state === '' ? PAGE : FILTER_SCAN])
       next = typeof r.cursor === 'string' ? r.cursor : null
       for (const s of (r.sessions ?? []) as JsonObject[]) {
         const pending = Number(s.pendingCount ?? 0)
         const dead = Number(s.failedCount ?? 0)
-        const keep = state === '' || (state === 'pending' && pending > 0) || (state === 'dead' && dead > 0) || (state === 'finished' && pending === 0 && dead === 0)
-        if (keep) rows.push(s)
+        if (state === '' || (state === 'pending' && pending > 0) || (state === 'finished' && pending === 0 && dead === 0)) rows.push(s)
         if (state !== '' && rows.length >= PAGE) {
           next = String(s.sessionId)
           break
         }
       }
-    } while (state !== '' && rows.length < PAGE && next !== null && pages < 20)
+    }
     const opt = (v: string, label: string): Html => h`<option value="${v}" ${v === state ? new Html('selected') : ''}>${label}</option>`
     return h`<h1>Sessions</h1>
 <form method="get" action="${this.url('/sessions')}" class="filters" id="session-search">
 <label>Id prefix <input name="prefix" value="${prefix}" id="prefix" autocomplete="off"></label>
 <label>State <select name="state" id="state">${opt('', 'any')}${opt('pending', 'with unfinished work')}${opt('dead', 'with dead letters')}${opt('finished', 'all finished')}</select></label>
 <button type="submit">Search</button></form>
+${state === 'dead' ? h`<p class="hint">Sessions with dead letters, most recent failure first.</p>` : state !== '' ? h`<p class="hint">Each page looks at the next ${FILTER_SCAN} sessions in id order.</p>` : ''}
 <table class="list" id="sessions"><thead><tr><th>session</th><th>events</th><th>unfinished</th><th>dead-lettered</th><th>attempts</th><th>failures</th><th>first event</th><th>updated</th></tr></thead><tbody>
 ${rows.map(
   (s) => h`<tr><td><a class="session-link" href="${this.url('/session' + qs({ id: str(s.sessionId) }))}">${str(s.sessionId)}</a></td><td>${fmtNum(s.eventCount)}</td><td>${fmtNum(s.pendingCount)}</td><td class="${Number(s.failedCount) > 0 ? 'bad' : ''}">${fmtNum(s.failedCount)}</td><td>${fmtNum(s.attemptCount)}</td><td>${fmtNum(s.failureCount)}</td><td>${fmtTime(s.firstEventAt)}</td><td>${fmtTime(s.updatedAt)}</td></tr>`,
