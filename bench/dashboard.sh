@@ -62,12 +62,12 @@ bench_psql postgres -c "DO \$\$ BEGIN CREATE ROLE a2_dash_bench LOGIN; EXCEPTION
 probe() {
 	bench_psql "$1" <<'SQL'
 CREATE EXTENSION pg_stat_statements;
-SELECT a2_grant_worker('a2_dash_bench'), a2_grant_monitor('a2_dash_bench');
-SELECT a2_append('view:1', (SELECT jsonb_agg(jsonb_build_object('type', 'step', 'lane', CASE WHEN g % 2 = 0 THEN 'l' END,
-		'payload', jsonb_build_object('n', g))) FROM generate_series(1, 100) g));
 DO $$
 DECLARE e jsonb; i int;
 BEGIN
+	PERFORM a2_grant_worker('a2_dash_bench'), a2_grant_monitor('a2_dash_bench');
+	PERFORM a2_append('view:1', (SELECT jsonb_agg(jsonb_build_object('type', 'step', 'lane', CASE WHEN g % 2 = 0 THEN 'l' END,
+		'payload', jsonb_build_object('n', g))) FROM generate_series(1, 100) g));
 	FOR e IN SELECT x FROM jsonb_array_elements(a2_claim('view:1', 'bench', 60000) -> 'events') x LIMIT 40 LOOP
 		PERFORM a2_complete('view:1', (e ->> 'index')::bigint, (e ->> 'attemptCount')::int, '[]');
 	END LOOP;

@@ -521,7 +521,7 @@ ${rows.length === 0 ? h`<p id="empty">No sessions${state !== '' && next !== null
 <td>${e.lane ? str(e.lane) : ''}</td>
 <td>${cause ? h`${byId.has(str(cause.eventId)) ? h`<a href="#event-${byId.get(str(cause.eventId))!}">${str(cause.eventId)}</a>` : str(cause.eventId)} <small>${cause.attempt !== undefined ? `attempt ${str(cause.attempt)}` : ''}</small>` : ''}</td>
 <td>${children}</td>
-<td>${e.notBefore ? fmtTime(e.notBefore) : ''}</td>
+<td>${e.notBefore ? fmtTime(e.notBefore) : ''}${e.waitFor ? h`<br><small class="wait">waits for ${JSON.stringify(e.waitFor)}${e.waitResult ? h`; ${JSON.stringify(e.waitResult)}` : ''}</small>` : ''}</td>
 <td class="error-text">${e.lastError ? str(e.lastError) : ''}${e.lastFailedAt ? h`<br><small>${fmtTime(e.lastFailedAt)}</small>` : ''}</td>
 <td>${fmtTime(e.createdAt)}${e.processedAt ? h`<br><small>done ${fmtTime(e.processedAt)}</small>` : ''}</td>
 <td class="actions">${state === 'dead-lettered' && canRedrive ? this.actionForm('redrive', csrf, 'Redrive', { target: 'one', session: id, index: str(e.index), back: `/session${qs({ id })}` }) : ''}${
@@ -534,7 +534,7 @@ ${this.opts.payloads ? h`<tr class="payload-row"><td></td><td colspan="11"><deta
     return h`<h1>Session <code id="session-id">${id}</code></h1>
 <p>${fmtNum(lastIndex)} events. ${canRedrive && events.some((e) => e.failedAt) ? this.actionForm('redrive', csrf, 'Redrive all dead letters of this session', { target: 'session', session: id, back: `/session${qs({ id })}` }) : ''}</p>
 <h2>Timeline</h2>
-<table class="list timeline" id="timeline"><thead><tr><th>#</th><th>type</th><th>state</th><th>attempts / failures</th><th>lease holder</th><th>lane</th><th>cause</th><th>children</th><th>notBefore</th><th>last error</th><th>created</th><th></th></tr></thead><tbody>
+<table class="list timeline" id="timeline"><thead><tr><th>#</th><th>type</th><th>state</th><th>attempts / failures</th><th>lease holder</th><th>lane</th><th>cause</th><th>children</th><th>notBefore / wait</th><th>last error</th><th>created</th><th></th></tr></thead><tbody>
 ${events.map(row)}
 </tbody></table>
 <p class="pager">${after > 0 ? h`<a href="${this.url('/session' + qs({ id }))}">First events</a> ` : ''}${more ? h`<a id="next-page" href="${this.url('/session' + qs({ id, after: str(events.at(-1)!.index) }))}">Next ${PAGE} →</a>` : ''}</p>

@@ -259,6 +259,11 @@ test('queues and schedules pages light up when their functions exist (0.4.0 name
       LANGUAGE sql AS $$ SELECT queue, paused, 3::bigint, 1::bigint FROM dash_q ORDER BY queue $$;
     CREATE FUNCTION a2_pause_queue(queue text) RETURNS jsonb LANGUAGE sql AS $$ UPDATE dash_q SET paused = true WHERE dash_q.queue = $1 RETURNING '{}'::jsonb $$;
     CREATE FUNCTION a2_resume_queue(queue text) RETURNS jsonb LANGUAGE sql AS $$ UPDATE dash_q SET paused = false WHERE dash_q.queue = $1 RETURNING '{}'::jsonb $$;
+    CREATE TABLE dash_c (session_id text, indexes bigint[], reason text);
+    CREATE FUNCTION a2_cancel(session_id text, indexes bigint[] DEFAULT NULL, reason text DEFAULT NULL) RETURNS jsonb
+      LANGUAGE sql AS $$ INSERT INTO dash_c VALUES ($1, $2, $3) RETURNING '{"cancelled": 1}'::jsonb $$;
+    ALTER EXTENSION a2 ADD FUNCTION a2_cancel(text, bigint[], text);
+    ALTER EXTENSION a2 ADD TABLE dash_c;
     CREATE FUNCTION a2_list_schedules() RETURNS TABLE (name text, paused boolean, spec text, next_tick_at timestamptz, last_tick_at timestamptz)
       LANGUAGE sql AS $$ SELECT name, paused, '0 3 * * *', '2026-01-02 03:00+00'::timestamptz, NULL::timestamptz FROM dash_s $$;
     CREATE FUNCTION a2_pause_schedule(name text) RETURNS jsonb LANGUAGE sql AS $$ UPDATE dash_s SET paused = true WHERE dash_s.name = $1 RETURNING '{}'::jsonb $$;
@@ -270,6 +275,7 @@ test('queues and schedules pages light up when their functions exist (0.4.0 name
     ALTER EXTENSION a2 ADD FUNCTION a2_pause_schedule(text);
     ALTER EXTENSION a2 ADD FUNCTION a2_resume_schedule(text);
     GRANT SELECT ON dash_q, dash_s TO ${MONITOR};
+    GRANT INSERT ON dash_c TO ${WORKER};
     REVOKE EXECUTE ON FUNCTION a2_pause_queue(text), a2_resume_queue(text), a2_pause_schedule(text), a2_resume_schedule(text) FROM PUBLIC;
   `)
   try {
@@ -286,6 +292,13 @@ test('queues and schedules pages light up when their functions exist (0.4.0 name
     assert.match(done.text, /Paused queue emails\./)
     assert.equal((await c.query("SELECT paused FROM dash_q WHERE queue = 'emails'")).rows[0].paused, true)
     assert.match((await a.req('/queues')).text, /Resume/)
+    // cancel: a button on a live event of a session's timeline
+    const sp = await a.req('/session?id=shop-004')
+    assert.match(sp.text, /action-cancel/)
+    const i = /id="event-(\d+)" class="state-pending"/.exec(sp.text)![1]!
+    const cancelled = await a.req('/actions/cancel', { form: [['csrf', csrf], ['session', 'shop-004'], ['index', i], ['confirmed', 'yes']] })
+    assert.match(cancelled.text, new RegExp(`Cancel of event #${i} of shop-004`))
+    assert.deepEqual((await c.query('SELECT session_id, indexes FROM dash_c')).rows, [{ session_id: 'shop-004', indexes: [i] }])
     const s = await a.req('/schedules')
     assert.match(s.text, /nightly/)
     assert.match(s.text, /2026-01-02 03:00:00/)
@@ -297,12 +310,15 @@ test('queues and schedules pages light up when their functions exist (0.4.0 name
     const mq = await ma.req('/queues')
     assert.equal(mq.status, 200)
     assert.doesNotMatch(mq.text, /\/actions\//)
+    assert.doesNotMatch((await ma.req('/session?id=shop-004')).text, /action-cancel/)
     assert.equal((await ma.req('/actions/queue', { form: [['csrf', await ma.csrf()], ['queue', 'emails'], ['op', 'resume'], ['confirmed', 'yes']] })).status, 403)
   } finally {
     await c.query(`
       ALTER EXTENSION a2 DROP FUNCTION a2_list_queues(); ALTER EXTENSION a2 DROP FUNCTION a2_pause_queue(text);
       ALTER EXTENSION a2 DROP FUNCTION a2_resume_queue(text); ALTER EXTENSION a2 DROP FUNCTION a2_list_schedules();
       ALTER EXTENSION a2 DROP FUNCTION a2_pause_schedule(text); ALTER EXTENSION a2 DROP FUNCTION a2_resume_schedule(text);
+      ALTER EXTENSION a2 DROP FUNCTION a2_cancel(text, bigint[], text); ALTER EXTENSION a2 DROP TABLE dash_c;
+      DROP FUNCTION a2_cancel(text, bigint[], text); DROP TABLE dash_c;
       DROP FUNCTION a2_list_queues(), a2_pause_queue(text), a2_resume_queue(text), a2_list_schedules(), a2_pause_schedule(text), a2_resume_schedule(text);
       DROP TABLE dash_q, dash_s;`)
   }
