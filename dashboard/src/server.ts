@@ -441,14 +441,23 @@ ${notify ? h`<tr><th>notifier queue</th><td>${fmtNum(notify.queue_depth)} of ${f
       }
       const ids: string[] = []
       let scanned = 0
-      walk: while (ids.length < PAGE && scanned < 10 * FILTER_SCAN) {
+      // The page ends just before the dead letter of a session that would
+      // be the (PAGE+1)th, so a session's later dead letters right after
+      // the page's own do not bring it back on the next page.
+      let prev: Json = dc
+      walk: while (scanned < 10 * FILTER_SCAN) {
         const page: JsonObject = await this.db.one<JsonObject>(STATEMENTS.deadLetters, [null, dc === null ? null : JSON.stringify(dc), 200, FILTER_SCAN])
         scanned += Number(page.scanned ?? 0)
         for (const e of (page.events ?? []) as JsonObject[]) {
           const sid = str(e.sessionId)
-          dc = [Date.parse(str(e.failedAt)), sid, Number(e.index)]
-          if (sid.startsWith(prefix) && !ids.includes(sid)) ids.push(sid)
-          if (ids.length >= PAGE) break walk
+          if (sid.startsWith(prefix) && !ids.includes(sid)) {
+            if (ids.length >= PAGE) {
+              dc = prev
+              break walk
+            }
+            ids.push(sid)
+          }
+          prev = [Date.parse(str(e.failedAt)), sid, Number(e.index)]
         }
         dc = page.cursor ?? null
         if (dc === null) break

@@ -96,6 +96,36 @@ test('sessions page through every session with the cursor', async () => {
   assert.deepEqual(seen, [...seen].sort())
 })
 
+test('the "with dead letters" filter pages through every such session once', async () => {
+  await c.query(`DO $$
+    DECLARE g int;
+    BEGIN
+      FOR g IN 1..70 LOOP
+        PERFORM a2_append('dpage-' || lpad(g::text, 3, '0'), '[{"type": "job"}, {"type": "job"}]');
+        PERFORM a2_claim('dpage-' || lpad(g::text, 3, '0'), 'w', 60000);
+        PERFORM a2_fail('dpage-' || lpad(g::text, 3, '0'), 1, 1, 'paged', 1);
+        PERFORM a2_fail('dpage-' || lpad(g::text, 3, '0'), 2, 1, 'paged', 1);
+      END LOOP;
+    END $$`)
+  const { base } = await start(urlFor(DB))
+  const a = new Agent(base)
+  let path: string | null = '/sessions?state=dead&prefix=dpage-'
+  const seen: string[] = []
+  let pages = 0
+  while (path && pages < 10) {
+    const r = await a.req(path)
+    assert.equal(r.status, 200)
+    pages++
+    seen.push(...[...r.text.matchAll(/class="session-link" href="[^"]*">([^<]+)</g)].map((m) => m[1]!))
+    const next = /id="next-page" href="([^"]+)"/.exec(r.text)
+    path = next ? next[1]!.replace(/&amp;/g, '&') : null
+  }
+  assert.equal(path, null, 'the walk ends')
+  assert.equal(new Set(seen).size, 70)
+  assert.equal(seen.length, 70, 'each session once, although each has two dead letters')
+  await c.query("SELECT a2_redrive('dpage-' || lpad(g::text, 3, '0')) FROM generate_series(1, 70) g")
+})
+
 test('/metrics is Prometheus text that agrees with a2_metrics()', async () => {
   const { base } = await start(urlFor(DB))
   const r = await fetch(base + '/metrics')
