@@ -20,3 +20,23 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION a2_statements() IS
 'every SQL statement a2''s C code runs, expanded for this database''s schema: one row per statement, mode (single; in distributed mode routed, local or shard) and the earliest installed version of a2''s objects that text serves';
+
+-- == appenders granted by hand keep working (issue 26) ======================
+
+-- Up to 0.3.0 a2_retired_last_index was SECURITY DEFINER and executable
+-- only by the roles given EXECUTE (the update to 0.3.0 gave it to every
+-- role then allowed to INSERT into a2_events, but not to PUBLIC, and those
+-- grants, made inside the update, were not in a dump).  From 0.4.0 it
+-- checks that its caller may INSERT into a2_events and then reads the mark
+-- as its owner (src/retire.c), so INSERT on a2_events is all an appender
+-- needs, however and whenever it was granted; it is executable by PUBLIC.
+-- CREATE OR REPLACE resets SECURITY DEFINER and the search_path setting.
+CREATE OR REPLACE FUNCTION a2_retired_last_index(session_id text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'a2_retired_last_index'
+LANGUAGE C STABLE STRICT;
+
+COMMENT ON FUNCTION a2_retired_last_index(text) IS
+'The last index of a dropped session (NULL if it was never dropped); appends to a session with no rows continue after it. Answers roles that may INSERT into a2_events.';
+
+GRANT EXECUTE ON FUNCTION a2_retired_last_index(text) TO PUBLIC;
