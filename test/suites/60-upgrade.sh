@@ -404,7 +404,8 @@ echo "# installable versions: ${versions[*]}"
 # ALTER EXTENSION a2 UPDATE, no TO clause, when TO is the default version),
 # against a fresh install of TO.
 upgrade_path() {
-	local from=$1 to=$2 label="upgrade $1 -> $2" update fresh
+	local from=$1 to=$2 prepared=${3:-} label="upgrade $1 -> $2" update fresh
+	[[ -z $prepared ]] || label="$label, prepared online"
 	if [[ $to == "$default_version" ]]; then
 		update="ALTER EXTENSION a2 UPDATE"
 		fresh="CREATE EXTENSION a2"
@@ -437,6 +438,23 @@ SQL
 		SELECT ROW($event_cols)::text AS x FROM a2_events e UNION ALL SELECT s::text FROM a2_snapshots s
 		UNION ALL SELECT p::text FROM a2_snapshot_pins p UNION ALL SELECT t::text FROM a2_presence_tombstones t) u"
 	rows_before=$(psql_db "$db" -c "$rows_sql")
+	if [[ -n $prepared ]]; then
+		# docs/operations.md, "Upgrading without an outage": the columns
+		# and indexes built before the update (twice: it may be run again)
+		check "$label: $(basename "$prepared")" psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$prepared" >/dev/null
+		check "$label: ... again, harmlessly" psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$prepared" >/dev/null
+		# an invalid index (an interrupted CREATE INDEX CONCURRENTLY; here
+		# a unique one that met duplicates) stops the update, which would
+		# take an index of the same name for built
+		psql_db "$db" -c "CREATE UNIQUE INDEX CONCURRENTLY a2_events_interrupted ON a2_events ((true))" >/dev/null 2>&1 || true
+		if psql_db "$db" -c "$update" >"$work/err" 2>&1; then
+			fail "$label: an invalid index of a2_events stops the update (it went through)"
+			return
+		fi
+		check "$label: an invalid index of a2_events stops the update ($(head -1 "$work/err"))" \
+			grep -q 'a2_events has an invalid index: a2_events_interrupted' "$work/err"
+		psql_db "$db" -c "DROP INDEX CONCURRENTLY a2_events_interrupted"
+	fi
 	if ! psql_db "$db" -c "$update" 2>"$work/err"; then
 		fail "$label: $update"
 		sed 's/^/#   /' "$work/err"
@@ -497,6 +515,31 @@ for from in "${versions[@]}"; do
 			WHERE source = '$from' AND target = '$default_version' AND path IS NOT NULL")" = 1
 	[[ -f $upgrade_dir/a2--$from--$default_version.sql ]] && continue
 	upgrade_path "$from" "$default_version"
+done
+# The update from the previous version with its online preparation first
+# (a2-prepare--FROM--TO.sql, generated from the update script by make):
+# the columns it adds outside the update must end up as a fresh install's
+# (same order, defaults, comments), and so must the indexes it builds.
+shopt -s nullglob
+prepared_scripts=("$extdir"/a2-prepare--*--"$default_version".sql)
+shopt -u nullglob
+check "one online preparation is installed for $default_version (a2-prepare--FROM--$default_version.sql)" test "${#prepared_scripts[@]}" = 1
+for prepared in "${prepared_scripts[@]}"; do
+	check "$(basename "$prepared") is installed as this tree generates it (else run make install)" \
+		cmp -s "$prepared" "$A2_ROOT/$(basename "$prepared")"
+	from=${prepared##*/a2-prepare--}
+	from=${from%%--*}
+	upgrade_path "$from" "$default_version" "$prepared"
+	fresh_db "$db"
+	psql_db "$db" -c "CREATE EXTENSION a2 VERSION '$default_version'"
+	check "$(basename "$prepared") on a database already at $default_version changes nothing" \
+		psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$prepared" >/dev/null
+	if [[ $from != "${versions[0]}" ]]; then
+		fresh_db "$db"
+		psql_db "$db" -c "CREATE EXTENSION a2 VERSION '${versions[0]}'"
+		check "$(basename "$prepared") refuses a database at ${versions[0]} (55000)" \
+			bash -c "psql -X -q -v ON_ERROR_STOP=1 -d '$db' -f '$prepared' 2>&1 | grep -q 'this prepares an update of a2 from $from'"
+	fi
 done
 if [[ ${#scripts[@]} -eq 0 ]]; then
 	# the one installable version: ALTER EXTENSION UPDATE is a no-op

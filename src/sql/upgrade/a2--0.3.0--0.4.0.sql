@@ -40,3 +40,31 @@ COMMENT ON FUNCTION a2_retired_last_index(text) IS
 'The last index of a dropped session (NULL if it was never dropped); appends to a session with no rows continue after it. Answers roles that may INSERT into a2_events.';
 
 GRANT EXECUTE ON FUNCTION a2_retired_last_index(text) TO PUBLIC;
+
+-- == online preparation (issue 26; keep this section last) ==================
+
+-- a2-prepare--0.3.0--0.4.0.sql, which make generates from this script
+-- (src/sql/prepare.awk), adds this update's columns of a2_events and
+-- builds its indexes beforehand, concurrently (docs/operations.md,
+-- "Upgrading without an outage"); the sections above then find them built
+-- (ADD COLUMN IF NOT EXISTS, CREATE INDEX IF NOT EXISTS).  An interrupted
+-- CREATE INDEX CONCURRENTLY leaves an invalid index that IF NOT EXISTS
+-- takes for built: refuse the update while an index of a2_events is
+-- invalid, rather than go on without it.
+DO $a2_check$
+DECLARE
+	bad text;
+BEGIN
+	SELECT pg_catalog.string_agg(i.indexrelid::pg_catalog.regclass::text, ', ' ORDER BY i.indexrelid)
+	  INTO bad
+	  FROM pg_catalog.pg_index i
+	 WHERE i.indrelid OPERATOR(pg_catalog.=) '@extschema@.a2_events'::pg_catalog.regclass
+	   AND NOT (i.indisvalid AND i.indisready);
+	IF bad IS NOT NULL THEN
+		RAISE EXCEPTION 'a2_events has an invalid index: %', bad
+			USING ERRCODE = '55000',
+				  DETAIL = 'An interrupted CREATE INDEX CONCURRENTLY leaves one; the update would take it for built.',
+				  HINT = 'Run a2-prepare--0.3.0--0.4.0.sql again (it drops and builds a2''s own again), or DROP INDEX CONCURRENTLY it, then ALTER EXTENSION a2 UPDATE.';
+	END IF;
+END
+$a2_check$;
