@@ -48,6 +48,18 @@ function flush_stmt(    s, name, m) {
 	kind = ""
 }
 
+# An autovacuum of a2_events holds a lock that a try's lock_timeout gives
+# up on before PostgreSQL's deadlock check (after deadlock_timeout, 1 s by
+# default) would cancel it: cancel it as that check would (it starts again
+# later); one that prevents wraparound is not cancelled, but waited for.
+function cancel_autovacuum(ind) {
+	print  ind "PERFORM pg_catalog.pg_cancel_backend(a.pid) FROM pg_catalog.pg_stat_activity a"
+	print  ind " WHERE a.backend_type = 'autovacuum worker' AND a.query NOT LIKE '%to prevent wraparound%'"
+	print  ind "   AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks l"
+	print  ind "                WHERE l.pid = a.pid AND l.locktype = 'relation' AND l.relation = 'a2_events'::pg_catalog.regclass"
+	print  ind "                  AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()));"
+}
+
 BEGIN {
 	kind = ""
 	stmt = ""
@@ -111,6 +123,7 @@ END {
 	print  "-- of at most 100 ms per try) and builds the new indexes with CREATE INDEX"
 	print  "-- CONCURRENTLY, which blocks no append and no claim.  Running it again"
 	print  "-- is harmless; an interrupted run is completed by running it again."
+	print  "-- With -v a2_update=1 it then runs the update too (see its end)."
 	print  ""
 	print  "\\set ON_ERROR_STOP on"
 	print  "SET statement_timeout = 0;"
@@ -150,6 +163,7 @@ END {
 		}
 		print  "\t\t\tRETURN;"
 		print  "\t\tEXCEPTION WHEN lock_not_available THEN"
+		cancel_autovacuum("\t\t\t")
 		print  "\t\t\tPERFORM pg_catalog.pg_sleep(0.1);"
 		print  "\t\tEND;"
 		print  "\tEND LOOP;"
@@ -172,5 +186,30 @@ END {
 		}
 		print  ""
 	}
-	printf "\\echo a2: prepared the update from %s to %s: %d column statement(s), %d index(es); now ALTER EXTENSION a2 UPDATE\n", from, to, n_alter, n_index
+	printf "\\echo a2: prepared the update from %s to %s: %d column statement(s), %d index(es)\n", from, to, n_alter, n_index
+	print  ""
+	print  "-- With -v a2_update=1, the update itself follows: ALTER EXTENSION a2 UPDATE"
+	print  "-- in tries that each wait at most 200 ms for a lock (appends and claims"
+	print  "-- queue behind a waiting ALTER), retried for up to 10 minutes."
+	print  "\\if :{?a2_update}"
+	print  "DO $a2_update$"
+	print  "BEGIN"
+	print  "\tFOR attempt IN 1..1500 LOOP"
+	print  "\t\tBEGIN"
+	print  "\t\t\tPERFORM pg_catalog.set_config('lock_timeout', '200ms', true);"
+	printf "\t\t\tALTER EXTENSION a2 UPDATE TO '%s';\n", to
+	print  "\t\t\tRETURN;"
+	print  "\t\tEXCEPTION WHEN lock_not_available THEN"
+	cancel_autovacuum("\t\t\t")
+	print  "\t\t\tPERFORM pg_catalog.pg_sleep(0.2);"
+	print  "\t\tEND;"
+	print  "\tEND LOOP;"
+	print  "\tRAISE EXCEPTION 'ALTER EXTENSION a2 UPDATE found no moment without a conflicting lock in 10 minutes of trying'"
+	print  "\t\tUSING ERRCODE = '55P03', HINT = 'A long transaction holds a lock on an a2 table; run this file again when it has ended.';"
+	print  "END"
+	print  "$a2_update$;"
+	printf "\\echo a2: updated to %s\n", to
+	print  "\\else"
+	printf "\\echo a2: now ALTER EXTENSION a2 UPDATE (or run this file again with -v a2_update=1)\n"
+	print  "\\endif"
 }
