@@ -612,6 +612,18 @@ SQL
 	fi
 	drop_hand_roles
 fi
+# a monitoring role given a2_grant_monitor under 0.3.0 keeps
+# a2_notify_status, which 0.4.0 re-creates with more columns
+if [[ " ${versions[*]} " == *" 0.3.0 "* && $default_version != 0.3.0 ]]; then
+	drop_hand_roles
+	psql_db postgres -c "CREATE ROLE $hand_named LOGIN" >/dev/null
+	fresh_db "$db"
+	psql_db "$db" -c "CREATE EXTENSION a2 VERSION '0.3.0'" -c "SELECT a2_grant_monitor('$hand_named')" >/dev/null
+	check "monitor grants: 0.3.0 -> $default_version: ALTER EXTENSION a2 UPDATE" psql_db "$db" -c "ALTER EXTENSION a2 UPDATE"
+	got=$(psql -X -q -At -d "$db" -U "$hand_named" -c "SELECT mode IS NOT NULL FROM a2_notify_status()" 2>&1 || true)
+	check "monitor grants: a role given a2_grant_monitor under 0.3.0 still calls a2_notify_status ($got)" test "$got" = t
+	drop_hand_roles
+fi
 
 if [[ $failures -gt 0 ]]; then
 	echo "upgrade: $failures check(s) FAILED" >&2
