@@ -29,7 +29,7 @@
 # It prints the times of the load, the preparation and the update, and the
 # table's size.  This is a correctness bound, not a benchmark: the 1 s is
 # the contract's, whatever the machine.  Its runtime is dominated by the
-# load (about 4 minutes for 10M events on 2 CPUs) and by the
+# load (2 to 5 minutes for 10M events on 2 shared CPUs) and by the
 # preparation's concurrent index builds.
 #
 # Environment: PGHOST/PGPORT/PGUSER as exported by scripts/test.sh; A2_ROOT;
