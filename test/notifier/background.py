@@ -12,7 +12,8 @@ A2_PGPORT of the environment (the suite scripts make a throwaway one); this
 script stops and restarts it and edits its data directory.  Run as root (or
 the postgres user).
 
-  store      durable records of prepared transactions: one larger than the
+  store      durable records of prepared transactions (counted by
+             a2_notify_status: disk_records, disk_set_aside): one larger than the
              whole queue (announced at COMMIT PREPARED, before and after a
              restart, and the records after it too); unreadable (mode 000),
              oversized (65 MB), garbage and truncated files, each set aside
@@ -168,6 +169,7 @@ def run_store(cl):
     st = base.status(ctl)
     report(st['queue_size'] == 8 and os.path.exists(cl.record(fxid)),
            'a prepared transaction of 10 sessions with a queue of 8: its record is written', repr(st))
+    report(st['disk_records'] == 1, 'a2_notify_status() counts it on disk (disk_records)', repr(st))
     ctl.execute("COMMIT PREPARED 'bg_big'")
     ok = drained_heard(ctl, lst, [(s, 1) for s in big])
     report(ok, 'COMMIT PREPARED announces all 10 of its sessions (straight from the record)',
@@ -239,6 +241,8 @@ def run_store(cl):
                'the %s file is set aside (.bad) with a WARNING' % what,
                repr((record_files(cl), [ln for ln in log.splitlines() if 'WARNING' in ln][-4:])))
     report(log.count('WARNING') >= 4 and 'ERROR' not in log, 'warnings, not errors', log[-600:])
+    st = base.status(ctl)
+    report(st['disk_set_aside'] == 4, 'a2_notify_status() counts the 4 set aside (disk_set_aside)', repr(st))
     for p in bad.values():
         if os.path.exists(p + '.bad'):
             os.unlink(p + '.bad')
