@@ -14,6 +14,15 @@ OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/citus/*.c)))
 # which the upgrade suite starts from).  See src/sql/README.md.
 SQL_OBJECTS = $(sort $(wildcard src/sql/objects/*.sql))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
+# The online preparation of the update from the previous version
+# (docs/operations.md, "Upgrading without an outage"): generated from that
+# update script by src/sql/prepare.awk, installed beside it.  Its name does
+# not start with "$(EXTENSION)--", so PostgreSQL never takes it for an
+# install or update script.
+PREPARE_SOURCE = $(wildcard src/sql/upgrade/$(EXTENSION)--*--$(EXTVERSION).sql)
+PREPARE_FROM = $(patsubst src/sql/upgrade/$(EXTENSION)--%--$(EXTVERSION).sql,%,$(PREPARE_SOURCE))
+PREPARE_SCRIPT = $(if $(PREPARE_SOURCE),$(EXTENSION)-prepare--$(PREPARE_FROM)--$(EXTVERSION).sql)
+DATA_built += $(PREPARE_SCRIPT)
 DATA = $(sort $(wildcard src/sql/upgrade/$(EXTENSION)--*.sql))
 
 # pg_regress: readable end-to-end examples, one file per operation
@@ -29,7 +38,7 @@ ISOLATION_OPTS = --inputdir=test/isolation --outputdir=output_iso --load-extensi
 PG_CPPFLAGS = -I$(srcdir)/src -DA2_VERSION=\"$(EXTVERSION)\"
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
 
-EXTRA_CLEAN = output_iso results regression.diffs regression.out $(EXTENSION)--$(EXTVERSION).sql
+EXTRA_CLEAN = output_iso results regression.diffs regression.out $(EXTENSION)--$(EXTVERSION).sql $(PREPARE_SCRIPT)
 
 PG_CONFIG ?= pg_config
 
@@ -52,6 +61,13 @@ $(EXTENSION)--$(EXTVERSION).sql: $(SQL_OBJECTS) $(EXTENSION).control Makefile
 	  printf '\\echo Use "CREATE EXTENSION $(EXTENSION)" to load this file. \\quit\n'; \
 	  for f in $(SQL_OBJECTS); do printf '\n-- ==== %s ====\n\n' "$$f"; cat "$$f"; done; } > $@.tmp
 	mv $@.tmp $@
+
+ifneq ($(PREPARE_SCRIPT),)
+$(PREPARE_SCRIPT): $(PREPARE_SOURCE) src/sql/prepare.awk Makefile
+	awk -v from='$(PREPARE_FROM)' -v to='$(EXTVERSION)' -v source='$(PREPARE_SOURCE)' \
+		-f src/sql/prepare.awk $(PREPARE_SOURCE) > $@.tmp
+	mv $@.tmp $@
+endif
 
 # PGXS tracks no header dependencies: rebuild every object when one changes
 # (after the include, so that PGXS's "all" stays the default goal)

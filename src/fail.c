@@ -33,6 +33,7 @@
 #include "events.h"
 #include "clock.h"
 #include "json_out.h"
+#include "notify.h"
 #include "snapshot_pins.h"
 #include "scheduler.h"
 #include "spi_util.h"
@@ -157,7 +158,16 @@ fail_attempt(FailArgs *args)
 		if (args->backoff && !dead_letter)
 		{
 			a2_bind_int8(&a, 7, args->retry_at_ms);
-			a2_sched_note_due(args->retry_at_ms);
+			/*
+			 * Due later by the wall clock: the scheduler announces it then.
+			 * Already due by it (a2.now set back, so the retry time is
+			 * past): no scheduler would look back that far, so the commit
+			 * announces it at once, as an append does.
+			 */
+			if (args->retry_at_ms > a2_wall_clock_ms())
+				a2_sched_note_due(args->retry_at_ms);
+			else
+				a2_notify_session(args->session_id, args->index);
 		}
 		else
 			a2_bind_null(&a, 7);

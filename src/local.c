@@ -102,8 +102,9 @@ local_try_lock_session(const char *session_id)
 
 /*
  * The high-water mark of a dropped session (retire.c): none before 0.2.0;
- * read through the SECURITY DEFINER a2_retired_last_index(), so appenders
- * need no grant on a2_retired_sessions; on a pinned shard straight from
+ * read through a2_retired_last_index(), which answers whoever may INSERT
+ * into a2_events (from 0.4.0; SECURITY DEFINER with EXECUTE granted
+ * before), so appenders need no grant on a2_retired_sessions; on a pinned shard straight from
  * the shard of a2_retired_sessions (the function would plan its query
  * through Citus; in distributed mode a2_grant_worker grants SELECT on it).
  */

@@ -395,3 +395,26 @@ a2_store_scan(A2StoreCallback cb, void *arg, Snapshot snap, FullTransactionId ne
 	FreeDir(dir);
 	return seen;
 }
+
+void
+a2_store_count(int *records, int *set_aside)
+{
+	DIR		   *dir;
+	struct dirent *de;
+
+	*records = 0;
+	*set_aside = 0;
+	dir = AllocateDir(A2_STORE_DIR);
+	if (dir == NULL && errno == ENOENT)
+		return;
+	while ((de = ReadDir(dir, A2_STORE_DIR)) != NULL)
+	{
+		size_t		len = strlen(de->d_name);
+
+		if (len > 5 && strcmp(de->d_name + len - 5, ".prep") == 0)
+			(*records)++;
+		else if (len > 4 && strcmp(de->d_name + len - 4, ".bad") == 0)
+			(*set_aside)++;
+	}
+	FreeDir(dir);
+}

@@ -42,4 +42,10 @@ typedef bool (*A2StoreCallback) (FullTransactionId fxid, Oid dboid,
 extern int	a2_store_scan(A2StoreCallback cb, void *arg, Snapshot snap,
 						  FullTransactionId next);
 
+/*
+ * Count the records on disk (".prep") and those set aside (".bad"), for
+ * a2_notify_status(); both 0 when the directory does not exist.
+ */
+extern void a2_store_count(int *records, int *set_aside);
+
 #endif							/* A2_NOTIFIER_STORE_H */

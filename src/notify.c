@@ -47,6 +47,7 @@
 
 #include "notifier.h"
 #include "notifier_store.h"
+#include "scheduler.h"
 #include "notify.h"
 
 typedef struct PendingNotify
@@ -272,19 +273,53 @@ PG_FUNCTION_INFO_V1(a2_notify_status);
 /*
  * One row: the mode announcements take in this session ('notifier',
  * 'in-transaction', or 'off'), then the notifier's queue and counters
- * (a2_notifier_status_columns(); NULL without the preloaded library).
+ * (a2_notifier_status_columns(); NULL without the preloaded library),
+ * then (from 0.4.0's declaration) the durable records on disk and the
+ * schedulers: running, and databases waiting for a background worker.
  */
+#define NOTIFY_STATUS_COLUMNS_V3	(1 + A2_NOTIFIER_STATUS_COLUMNS)
+#define NOTIFY_STATUS_COLUMNS		(NOTIFY_STATUS_COLUMNS_V3 + 4)
+
 Datum
 a2_notify_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[1 + A2_NOTIFIER_STATUS_COLUMNS];
-	bool		nulls[1 + A2_NOTIFIER_STATUS_COLUMNS] = {0};
+	Datum		values[NOTIFY_STATUS_COLUMNS];
+	bool		nulls[NOTIFY_STATUS_COLUMNS] = {0};
+	int			records,
+				set_aside,
+				running,
+				waiting;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	/* 0.3.0's declaration until ALTER EXTENSION a2 UPDATE: its 10 columns */
+	if (tupdesc->natts != NOTIFY_STATUS_COLUMNS && tupdesc->natts != NOTIFY_STATUS_COLUMNS_V3)
+		elog(ERROR, "a2_notify_status is declared with %d columns, expected %d",
+			 tupdesc->natts, NOTIFY_STATUS_COLUMNS);
 	values[0] = CStringGetTextDatum(!a2_notify_enabled() ? "off" :
 									a2_notifier_available() ? "notifier" : "in-transaction");
 	a2_notifier_status_columns(values + 1, nulls + 1);
+	if (tupdesc->natts == NOTIFY_STATUS_COLUMNS)
+	{
+		Datum	   *more = values + NOTIFY_STATUS_COLUMNS_V3;
+		bool	   *more_nulls = nulls + NOTIFY_STATUS_COLUMNS_V3;
+
+		if (a2_notifier_available())
+		{
+			a2_store_count(&records, &set_aside);
+			more[0] = Int32GetDatum(records);
+			more[1] = Int32GetDatum(set_aside);
+		}
+		else
+			more_nulls[0] = more_nulls[1] = true;
+		if (a2_sched_status(&running, &waiting))
+		{
+			more[2] = Int32GetDatum(running);
+			more[3] = Int32GetDatum(waiting);
+		}
+		else
+			more_nulls[2] = more_nulls[3] = true;
+	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

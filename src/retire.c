@@ -12,6 +12,13 @@
  *	  earlier mark.  a2_insert_events reads that mark only when the session
  *	  has no event rows, so a later append continues after it.
  *
+ *	  a2_retired_last_index(session_id) reads that mark for appends.  It is
+ *	  SECURITY INVOKER and executable by PUBLIC, and answers a role that may
+ *	  INSERT into a2_events (anything else gets 42501); it then reads
+ *	  a2_retired_sessions as the function's owner.  So the privilege to
+ *	  append is all an appender needs, however it was granted (by hand, to
+ *	  PUBLIC, after a dump and restore), and no grant has to follow it.
+ *
  *	  Locking: the session lock first (appends, completions and failures
  *	  wait), then every event row of the session FOR UPDATE in index order,
  *	  which waits for a claim or renewal in flight and makes the
@@ -28,15 +35,21 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
+#include "executor/spi.h"
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/syscache.h"
 
 #include "a2.h"
 #include "call.h"
 #include "clock.h"
+#include "extension.h"
 #include "json_out.h"
 #include "retire.h"
 #include "spi_util.h"
@@ -45,6 +58,7 @@
 
 PG_FUNCTION_INFO_V1(a2_drop_session);
 PG_FUNCTION_INFO_V1(a2_drop_finished_sessions);
+PG_FUNCTION_INFO_V1(a2_retired_last_index);
 
 /* Lock the session's events in index order and summarize them. */
 enum
@@ -158,7 +172,19 @@ static A2Statement finished_candidates = {
 	.columns = A2_COLUMNS("session_id")
 };
 
-A2_STATEMENT_GROUP(retire, &lock_events, &delete_session, &finished_candidates);
+/* A dropped session's mark, read by a2_retired_last_index as its owner. */
+static A2Statement retired_mark = {
+	.name = "retire.mark",
+	.texts = {
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_2,
+				"SELECT r.last_index FROM @extschema@.a2_retired_sessions r"
+				" WHERE r.session_id OPERATOR(pg_catalog.=) $1"),
+	},
+	.nparams = 1, .params = {A2_PARAM("session_id", TEXTOID)},
+	.session_param = 1, .columns = A2_COLUMNS("last_index")
+};
+
+A2_STATEMENT_GROUP(retire, &lock_events, &delete_session, &finished_candidates, &retired_mark);
 
 typedef struct DropOutcome
 {
@@ -318,4 +344,66 @@ a2_drop_finished_sessions(PG_FUNCTION_ARGS)
 				 errmsg("argument \"max_sessions\" must be at most %d, not " INT64_FORMAT,
 						A2_MAX_LIST_ITEMS, max_sessions)));
 	PG_RETURN_INT64(drop_finished_sessions(idle_ms, (int) max_sessions));
+}
+
+/*
+ * a2_retired_last_index(session_id): the mark of a dropped session, NULL if
+ * it was never dropped.  The caller must be allowed to INSERT into
+ * a2_events (on the table or on a column of it): an appender learns the
+ * mark anyway, from the index its append gets.  The row is then read as
+ * the function's owner, in a restricted security context (as a SECURITY
+ * DEFINER function would), with the caller's snapshot (STABLE): inside an
+ * append that is the statement's latest one, under the session lock.
+ */
+Datum
+a2_retired_last_index(PG_FUNCTION_ARGS)
+{
+	Oid			user = GetUserId();
+	Oid			events;
+	Oid			owner;
+	Oid			save_user;
+	int			save_sec;
+	HeapTuple	proc;
+	A2Args		a;
+	bool		isnull = true;
+	int64		mark = 0;
+
+	a2_extension_refresh();
+	events = a2_relid("a2_events");
+	if (pg_class_aclcheck(events, user, ACL_INSERT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(events, user, ACL_INSERT, ACLMASK_ANY) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function a2_retired_last_index"),
+				 errdetail("It answers roles that may insert into a2_events."),
+				 errhint("Grant INSERT on a2_events, for instance with a2_grant_worker.")));
+
+	proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+	if (!HeapTupleIsValid(proc))
+		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
+	owner = ((Form_pg_proc) GETSTRUCT(proc))->proowner;
+	ReleaseSysCache(proc);
+
+	GetUserIdAndSecContext(&save_user, &save_sec);
+	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	a2_args_init(&a, &retired_mark);
+	a2_bind(&a, 1, TEXTOID, PG_GETARG_DATUM(0));
+	if (a2_exec(&a, true, SPI_OK_SELECT) > 0)
+	{
+		Datum		d = a2_col(0, 1, &isnull);
+
+		if (!isnull)
+			mark = DatumGetInt64(d);
+	}
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+	/* on an error, transaction abort restores the user and context */
+	SetUserIdAndSecContext(save_user, save_sec);
+
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(mark);
 }

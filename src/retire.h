@@ -24,5 +24,6 @@
 
 extern Datum a2_drop_session(PG_FUNCTION_ARGS);
 extern Datum a2_drop_finished_sessions(PG_FUNCTION_ARGS);
+extern Datum a2_retired_last_index(PG_FUNCTION_ARGS);
 
 #endif							/* A2_RETIRE_H */

@@ -254,6 +254,21 @@ a2_sched_note_due(int64 due_ms)
 	}
 }
 
+bool
+a2_sched_status(int *running, int *waiting)
+{
+	if (a2_sched == NULL)
+		return false;
+	*running = 0;
+	LWLockAcquire(a2_sched->lock, LW_SHARED);
+	for (int i = 0; i < a2_sched->ndbs; i++)
+		if (OidIsValid(a2_sched->dbs[i].dboid) && a2_sched->dbs[i].pid != 0)
+			(*running)++;
+	*waiting = a2_sched->waiting;
+	LWLockRelease(a2_sched->lock);
+	return true;
+}
+
 /* --- registration --------------------------------------------------- */
 
 void

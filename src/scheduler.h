@@ -32,4 +32,11 @@ extern void a2_scheduler_init(void);
  */
 extern void a2_sched_note_due(int64 due_ms);
 
+/*
+ * For a2_notify_status(): the schedulers running now and the databases
+ * that wait for a background worker (as the launcher last counted, at
+ * most a second ago).  false without the preloaded library.
+ */
+extern bool a2_sched_status(int *running, int *waiting);
+
 #endif							/* A2_SCHEDULER_H */

@@ -358,6 +358,9 @@ a2_sched_launcher_main(Datum arg)
 							   a2_sched->ndbs, max_worker_processes),
 					 errhint("Raise max_worker_processes: a2 needs one per database with scheduled events, plus its notifier and launcher.")));
 		ls.waiting_logged = waiting;
+		LWLockAcquire(a2_sched->lock, LW_EXCLUSIVE);
+		a2_sched->waiting = waiting;
+		LWLockRelease(a2_sched->lock);
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 A2_SCHED_LAUNCHER_MS, PG_WAIT_EXTENSION);

@@ -66,6 +66,7 @@ typedef struct A2SchedShared
 	LWLock	   *lock;
 	Latch	   *launcher_latch;
 	bool		overflow;		/* a commit found no free slot: sweep */
+	int			waiting;		/* databases waiting for a worker, as the launcher last counted */
 	int			ndbs;
 	A2SchedDb	dbs[FLEXIBLE_ARRAY_MEMBER];
 } A2SchedShared;

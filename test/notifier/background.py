@@ -12,7 +12,8 @@ A2_PGPORT of the environment (the suite scripts make a throwaway one); this
 script stops and restarts it and edits its data directory.  Run as root (or
 the postgres user).
 
-  store      durable records of prepared transactions: one larger than the
+  store      durable records of prepared transactions (counted by
+             a2_notify_status: disk_records, disk_set_aside): one larger than the
              whole queue (announced at COMMIT PREPARED, before and after a
              restart, and the records after it too); unreadable (mode 000),
              oversized (65 MB), garbage and truncated files, each set aside
@@ -20,9 +21,12 @@ the postgres user).
              disk (a small tmpfs, when this machine lets us mount one); a
              missing directory.
   batch      ties: 10,000, 10,001 and 20,001 events with one notBefore (the
-             scheduler's batch is 10,000); a backed-off a2_fail committed
-             after its retry time while other work is scheduled; an event
-             due while its transaction is prepared, committed after.
+             scheduler's batch is 10,000); an event due at each millisecond
+             of a window (due times equal to a pass's own clock); a
+             backed-off a2_fail committed after its retry time while other
+             work is scheduled, and one whose retry time is already past
+             (a2.now set back); an event due while its transaction is
+             prepared, committed after.
   lifecycle  CREATE DATABASE ... TEMPLATE of a database with work scheduled
              (it succeeds; the copy's work is announced too), a DROP
              DATABASE that fails because a user is connected, ALTER
@@ -34,7 +38,9 @@ the postgres user).
              databases with nothing scheduled; 12 databases with work, more
              than the launcher's slots (8) and the free workers (2), wait
              and are each announced once one frees; one log line for the
-             wait.
+             wait, and a2_notify_status().schedulers_waiting meanwhile; 65
+             databases with work due at once all get a scheduler (0.3.0's
+             limit was 64).
 
 Waits are bounded polls of a condition (a listener heard X, a2_notify_wait).
 Every check prints "ok - ..." or "not ok - ..."; the last line is
@@ -62,6 +68,10 @@ one = F.one
 
 def iso(t):
     return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(t)) + '.%03dZ' % (int(t * 1000) % 1000)
+
+
+def iso_ms(ms):
+    return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(ms // 1000)) + '.%03dZ' % (ms % 1000)
 
 
 class Heard:
@@ -159,6 +169,7 @@ def run_store(cl):
     st = base.status(ctl)
     report(st['queue_size'] == 8 and os.path.exists(cl.record(fxid)),
            'a prepared transaction of 10 sessions with a queue of 8: its record is written', repr(st))
+    report(st['disk_records'] == 1, 'a2_notify_status() counts it on disk (disk_records)', repr(st))
     ctl.execute("COMMIT PREPARED 'bg_big'")
     ok = drained_heard(ctl, lst, [(s, 1) for s in big])
     report(ok, 'COMMIT PREPARED announces all 10 of its sessions (straight from the record)',
@@ -230,6 +241,8 @@ def run_store(cl):
                'the %s file is set aside (.bad) with a WARNING' % what,
                repr((record_files(cl), [ln for ln in log.splitlines() if 'WARNING' in ln][-4:])))
     report(log.count('WARNING') >= 4 and 'ERROR' not in log, 'warnings, not errors', log[-600:])
+    st = base.status(ctl)
+    report(st['disk_set_aside'] == 4, 'a2_notify_status() counts the 4 set aside (disk_set_aside)', repr(st))
     for p in bad.values():
         if os.path.exists(p + '.bad'):
             os.unlink(p + '.bad')
@@ -335,6 +348,48 @@ def run_batch(cl):
         heard = lst.until(lambda: lst.has(bo, 1, t_commit), 5)
         report(heard, 'a2_fail with retry 1 s committed 2.5 s later is announced after its commit (%s)'
                % ('other work scheduled' if other else 'nothing else scheduled'))
+
+    # due times equal to a pass's own clock: an event due at every
+    # millisecond of a 2-second window, so whatever millisecond a pass's
+    # clock reads inside it, an event is due exactly then (the pass takes
+    # due <= now, the next one due > now: the boundary belongs to one of
+    # them, never to neither)
+    sid = 'edge:every-ms'
+    base_ms = int((time.time() + 3) * 1000)
+    width = 2000
+    with app.transaction():
+        for lo in range(0, width, 1000):
+            ev = json.dumps([{'type': 't', 'notBefore': iso_ms(base_ms + k)} for k in range(lo, min(lo + 1000, width))])
+            app.execute('SELECT a2_append(%s, %s::jsonb)', [sid, ev])
+    committed = time.time()
+    report(committed * 1000 < base_ms - 500, '%d events due at each millisecond of a window, appended before it opens' % width,
+           '%.1f s late' % (committed - base_ms / 1000.0))
+    lst.until(lambda: len(lst.indexes(sid, base_ms / 1000.0 - 0.01)) >= width, (base_ms / 1000.0 - time.time()) + width / 1000.0 + 20)
+    got = lst.indexes(sid, base_ms / 1000.0 - 0.01)
+    report(got == set(range(1, width + 1)), 'every event due at a pass\'s own clock is announced (each millisecond of the window)',
+           '%d of %d; missing %s' % (len(got), width, sorted(set(range(1, width + 1)) - got)[:10]))
+
+    # a backed-off a2_fail whose retry time is already past by the wall
+    # clock, because the failing session set a2.now back: the scheduler
+    # never looks that far back, so the commit announces it at once, and a
+    # claimer on the wall clock gets it at once
+    bw = 'backoff:backward-clock'
+    c = connect(db)
+    c.execute("SET a2.now = '%s'" % iso(time.time() - 3600))
+    base.append(c, bw)
+    one(c, "SELECT a2_claim(%s, 'w', 60000)", [bw])
+    one(c, 'SELECT a2_notify_wait(30000)')
+    lst.until(lambda: lst.has(bw, 1), 5)        # the append's own announcement
+    t_fail = time.time()
+    r = one(c, "SELECT a2_fail(%s, 1, 1, 'busy', 5, 1000)", [bw])
+    report(r['outcome'] == 'failed', 'a2_fail with retry 1 s under a2.now one hour back: failed', repr(r))
+    heard = lst.until(lambda: lst.has(bw, 1, t_fail), 5)
+    report(heard, 'a2_fail whose retry time is already past by the wall clock (a2.now set back) is announced at its commit',
+           repr([(round(t - t_fail, 2), s, i) for t, s, i in lst.got if s == bw]))
+    r = one(app, "SELECT a2_claim(%s, 'w2', 60000)", [bw])
+    report([(e['index'], e['attemptCount']) for e in r['events']] == [(1, 2)],
+           '... and a claimer on the wall clock claims it at once (attempt 2)', repr(r))
+    c.close()
 
     # an event that falls due while its transaction is prepared
     sid = 'prep:due'
@@ -566,21 +621,71 @@ def run_capacity(cl):
             schedule(c, 'cap', due)
     listeners = {d: Heard(d) for d in with_a2}
     end = due + 60
+    max_waiting = [0]
     while time.time() < end and not all(lst.has('cap', 1) for lst in listeners.values()):
+        max_waiting[0] = max(max_waiting[0], notify_status(with_a2[0])['schedulers_waiting'] or 0)
         for lst in listeners.values():
             lst.pump(0.02)
     missing = [d for d, lst in listeners.items() if not lst.has('cap', 1)]
     report(not missing, '12 databases with work, 8 slots and 2 free workers: each one\'s event is announced once a worker frees',
            repr(missing))
+    report(max_waiting[0] > 0, 'a2_notify_status() showed databases waiting for a worker meanwhile (schedulers_waiting, at most %d)'
+           % max_waiting[0])
+    report(F.wait_for(lambda: notify_status(with_a2[0])['schedulers_waiting'] == 0, 10),
+           '... and none once every one was served', repr(notify_status(with_a2[0])))
     log = cl.log_since(off)
     waits = [ln for ln in log.splitlines() if 'waiting for a background worker' in ln]
     report(1 <= len(waits) <= 2, 'the wait is said in one log line, not one per round',
            '\n'.join(waits)[:600])
     for lst in listeners.values():
         lst.close()
+    for d in names:
+        admin.execute('DROP DATABASE IF EXISTS %s WITH (FORCE)' % d)
+
+    # finding 4, literally: 65 databases with work due at one time (0.3.0
+    # had 64 slots in its code, so the 65th never got a scheduler); with
+    # max_worker_processes = 72 the launcher keeps 72 slots, and all 65
+    # schedulers run at once
+    admin.execute('ALTER SYSTEM SET max_worker_processes = 72')
+    admin.close()
+    cl.stop()
+    cl.start()
+    admin = connect('postgres')
+    many = ['bg_many%02d' % k for k in range(65)]
+    for d in many:
+        new_db(d)
+    due = time.time() + 15 + 0.2 * len(many)
+    for d in many:
+        with connect(d) as c:
+            schedule(c, 'many', due)
+    peak = 0
+    while time.time() < due - 1:
+        peak = max(peak, notify_status(many[0])['schedulers'] or 0)
+        if peak >= len(many):
+            break
+        time.sleep(0.1)
+    report(peak >= len(many), '65 databases with work due: 65 schedulers run at once (a2_notify_status().schedulers reached %d)' % peak)
+    listeners = {d: Heard(d) for d in many}
+    end = due + 30
+    while time.time() < end and not all(lst.has('many', 1) for lst in listeners.values()):
+        for lst in listeners.values():
+            lst.pump(0.01)
+    missing = [d for d, lst in listeners.items() if not lst.has('many', 1)]
+    report(not missing, 'each of the 65 databases\' events is announced when due, the 65th too', repr(missing))
+    for lst in listeners.values():
+        lst.close()
+    for d in many:
+        admin.execute('DROP DATABASE IF EXISTS %s WITH (FORCE)' % d)
     admin.execute('ALTER SYSTEM RESET max_worker_processes')
     admin.close()
     cl.stop()
+
+
+def notify_status(db):
+    """a2_notify_status() as a dict, asked in db (a database with a2)."""
+    with connect(db) as c:
+        cur = c.execute('SELECT * FROM a2_notify_status()')
+        return dict(zip([d.name for d in cur.description], cur.fetchone()))
 
 
 def main():

@@ -23,6 +23,9 @@
 #     default version runs a2--VERSION.sql, which make generates from
 #     src/sql/objects/; so for it the two sides are independent sources,
 #     written apart, that must agree.
+#  5. Appenders granted by hand under 0.2.0 (INSERT on a2_events to PUBLIC
+#     and to a named role) append after ALTER EXTENSION a2 UPDATE, to new
+#     and to dropped sessions, and so they do in a pg_dump copy.
 #
 # Environment: PGHOST/PGPORT/PGUSER as exported by scripts/test.sh; A2_ROOT.
 
@@ -44,6 +47,7 @@ db=a2_upgrade_suite
 db2=a2_upgrade_fresh
 work=$(mktemp -d)
 cleanup() {
+	if declare -F drop_hand_roles >/dev/null; then drop_hand_roles; fi
 	rm -rf -- "$work"
 	dropdb --if-exists "$db" >/dev/null 2>&1 || true
 	dropdb --if-exists "$db2" >/dev/null 2>&1 || true
@@ -400,7 +404,8 @@ echo "# installable versions: ${versions[*]}"
 # ALTER EXTENSION a2 UPDATE, no TO clause, when TO is the default version),
 # against a fresh install of TO.
 upgrade_path() {
-	local from=$1 to=$2 label="upgrade $1 -> $2" update fresh
+	local from=$1 to=$2 prepared=${3:-} label="upgrade $1 -> $2" update fresh
+	[[ -z $prepared ]] || label="$label, prepared online"
 	if [[ $to == "$default_version" ]]; then
 		update="ALTER EXTENSION a2 UPDATE"
 		fresh="CREATE EXTENSION a2"
@@ -433,6 +438,23 @@ SQL
 		SELECT ROW($event_cols)::text AS x FROM a2_events e UNION ALL SELECT s::text FROM a2_snapshots s
 		UNION ALL SELECT p::text FROM a2_snapshot_pins p UNION ALL SELECT t::text FROM a2_presence_tombstones t) u"
 	rows_before=$(psql_db "$db" -c "$rows_sql")
+	if [[ -n $prepared ]]; then
+		# docs/operations.md, "Upgrading without an outage": the columns
+		# and indexes built before the update (twice: it may be run again)
+		check "$label: $(basename "$prepared")" psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$prepared" >/dev/null
+		check "$label: ... again, harmlessly" psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$prepared" >/dev/null
+		# an invalid index (an interrupted CREATE INDEX CONCURRENTLY; here
+		# a unique one that met duplicates) stops the update, which would
+		# take an index of the same name for built
+		psql_db "$db" -c "CREATE UNIQUE INDEX CONCURRENTLY a2_events_interrupted ON a2_events ((true))" >/dev/null 2>&1 || true
+		if psql_db "$db" -c "$update" >"$work/err" 2>&1; then
+			fail "$label: an invalid index of a2_events stops the update (it went through)"
+			return
+		fi
+		check "$label: an invalid index of a2_events stops the update ($(head -1 "$work/err"))" \
+			grep -q 'a2_events has an invalid index: a2_events_interrupted' "$work/err"
+		psql_db "$db" -c "DROP INDEX CONCURRENTLY a2_events_interrupted"
+	fi
 	if ! psql_db "$db" -c "$update" 2>"$work/err"; then
 		fail "$label: $update"
 		sed 's/^/#   /' "$work/err"
@@ -494,6 +516,31 @@ for from in "${versions[@]}"; do
 	[[ -f $upgrade_dir/a2--$from--$default_version.sql ]] && continue
 	upgrade_path "$from" "$default_version"
 done
+# The update from the previous version with its online preparation first
+# (a2-prepare--FROM--TO.sql, generated from the update script by make):
+# the columns it adds outside the update must end up as a fresh install's
+# (same order, defaults, comments), and so must the indexes it builds.
+shopt -s nullglob
+prepared_scripts=("$extdir"/a2-prepare--*--"$default_version".sql)
+shopt -u nullglob
+check "one online preparation is installed for $default_version (a2-prepare--FROM--$default_version.sql)" test "${#prepared_scripts[@]}" = 1
+for prepared in "${prepared_scripts[@]}"; do
+	check "$(basename "$prepared") is installed as this tree generates it (else run make install)" \
+		cmp -s "$prepared" "$A2_ROOT/$(basename "$prepared")"
+	from=${prepared##*/a2-prepare--}
+	from=${from%%--*}
+	upgrade_path "$from" "$default_version" "$prepared"
+	fresh_db "$db"
+	psql_db "$db" -c "CREATE EXTENSION a2 VERSION '$default_version'"
+	check "$(basename "$prepared") on a database already at $default_version changes nothing" \
+		psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$prepared" >/dev/null
+	if [[ $from != "${versions[0]}" ]]; then
+		fresh_db "$db"
+		psql_db "$db" -c "CREATE EXTENSION a2 VERSION '${versions[0]}'"
+		check "$(basename "$prepared") refuses a database at ${versions[0]} (55000)" \
+			bash -c "psql -X -q -v ON_ERROR_STOP=1 -d '$db' -f '$prepared' 2>&1 | grep -q 'this prepares an update of a2 from $from'"
+	fi
+done
 if [[ ${#scripts[@]} -eq 0 ]]; then
 	# the one installable version: ALTER EXTENSION UPDATE is a no-op
 	fresh_db "$db"
@@ -504,6 +551,78 @@ if [[ ${#scripts[@]} -eq 0 ]]; then
 	check "no upgrade scripts: ... and changes nothing" test "$before" = "$(psql_db "$db" -c "$describe_sql")"
 	check "no upgrade scripts: pg_extension_update_paths lists no path" \
 		test "$(psql_db "$db" -c "SELECT count(*) FROM pg_extension_update_paths('a2') WHERE path IS NOT NULL")" = 0
+fi
+
+# ---------------------------------------------------------------------
+# 5. Appenders granted by hand keep appending (issue 26)
+# ---------------------------------------------------------------------
+# A 0.2.0 database whose appenders were set up by hand (INSERT on
+# a2_events, to PUBLIC and to a named role), updated to the default
+# version: each appends to a new session, to a dropped one (after its
+# mark), and so does it in a copy made with pg_dump.  Up to 0.3.0 the
+# PUBLIC appender got "permission denied for function
+# a2_retired_last_index", and after a dump and restore the named one too.
+hand_named=a2_upgrade_hand_named
+hand_public=a2_upgrade_hand_public
+drop_hand_roles() {
+	local r
+	for r in "$hand_named" "$hand_public"; do
+		for d in "$db" "$db2"; do
+			psql_db "$d" -c "DROP OWNED BY $r" >/dev/null 2>&1 || true
+		done
+		psql_db postgres -c "DROP ROLE IF EXISTS $r" >/dev/null 2>&1 || true
+	done
+}
+hand_append() { # hand_append DB ROLE SESSION EXPECTED_INDEX LABEL
+	local got
+	got=$(psql -X -q -At -d "$1" -U "$2" -c "SELECT a2_append('$3', '[{\"type\":\"h\"}]')->'events'->0->>'index'" 2>"$work/err") || got="error: $(head -1 "$work/err")"
+	check "$5 (index $4, got $got)" test "$got" = "$4"
+}
+if [[ " ${versions[*]} " == *" 0.2.0 "* ]]; then
+	drop_hand_roles
+	psql_db postgres -c "CREATE ROLE $hand_named LOGIN" -c "CREATE ROLE $hand_public LOGIN" >/dev/null
+	fresh_db "$db"
+	psql_db "$db" >/dev/null <<SQL
+CREATE EXTENSION a2 VERSION '0.2.0';
+GRANT SELECT, INSERT, UPDATE ON a2_events TO PUBLIC;
+GRANT SELECT, INSERT, UPDATE ON a2_events TO $hand_named;
+SET a2.now = '2026-06-01 00:00:00+00';
+SELECT a2_append('hand:dropped', '[{"type":"a"},{"type":"b"}]');
+SELECT a2_drop_session('hand:dropped', true);
+SQL
+	check "hand-made grants: 0.2.0 -> $default_version: ALTER EXTENSION a2 UPDATE" psql_db "$db" -c "ALTER EXTENSION a2 UPDATE"
+	hand_append "$db" "$hand_public" hand:new-public 1 "hand-made grants: a role appending through INSERT granted to PUBLIC, new session"
+	hand_append "$db" "$hand_named" hand:new-named 1 "hand-made grants: a role granted INSERT by name, new session"
+	hand_append "$db" "$hand_public" hand:dropped 3 "hand-made grants: PUBLIC's appender continues a dropped session after its mark"
+	hand_append "$db" "$hand_named" hand:dropped 4 "hand-made grants: the named appender continues it too"
+	# the privilege to append is what counts: taken back, the mark is refused
+	psql_db "$db" -c "REVOKE INSERT ON a2_events FROM PUBLIC" >/dev/null
+	got=$(psql -X -q -At -d "$db" -U "$hand_public" -c "SELECT a2_retired_last_index('hand:dropped')" 2>&1 || true)
+	check "hand-made grants: without INSERT on a2_events, a2_retired_last_index is refused (42501)" \
+		grep -q 'permission denied for function a2_retired_last_index' <<<"$got"
+	psql_db "$db" -c "GRANT INSERT ON a2_events TO PUBLIC" >/dev/null
+	# a copy made with pg_dump: the grants it restores are the table's
+	fresh_db "$db2"
+	if pg_dump -d "$db" -f "$work/hand.sql" && psql_db "$db2" -f "$work/hand.sql" >/dev/null 2>"$work/err"; then
+		hand_append "$db2" "$hand_public" hand:restored-public 1 "hand-made grants: after pg_dump and restore, PUBLIC's appender appends"
+		hand_append "$db2" "$hand_named" hand:dropped 5 "hand-made grants: after pg_dump and restore, the named appender continues the dropped session"
+	else
+		fail "hand-made grants: pg_dump and restore"
+		sed 's/^/#   /' "$work/err"
+	fi
+	drop_hand_roles
+fi
+# a monitoring role given a2_grant_monitor under 0.3.0 keeps
+# a2_notify_status, which 0.4.0 re-creates with more columns
+if [[ " ${versions[*]} " == *" 0.3.0 "* && $default_version != 0.3.0 ]]; then
+	drop_hand_roles
+	psql_db postgres -c "CREATE ROLE $hand_named LOGIN" >/dev/null
+	fresh_db "$db"
+	psql_db "$db" -c "CREATE EXTENSION a2 VERSION '0.3.0'" -c "SELECT a2_grant_monitor('$hand_named')" >/dev/null
+	check "monitor grants: 0.3.0 -> $default_version: ALTER EXTENSION a2 UPDATE" psql_db "$db" -c "ALTER EXTENSION a2 UPDATE"
+	got=$(psql -X -q -At -d "$db" -U "$hand_named" -c "SELECT mode IS NOT NULL FROM a2_notify_status()" 2>&1 || true)
+	check "monitor grants: a role given a2_grant_monitor under 0.3.0 still calls a2_notify_status ($got)" test "$got" = t
+	drop_hand_roles
 fi
 
 if [[ $failures -gt 0 ]]; then

@@ -2,20 +2,19 @@
 -- session's rows while remembering its last index, so that indexes are
 -- never reused.
 
--- STABLE, so under the session lock it reads with the caller's statement
--- snapshot (the latest one, see a2_exec_latest); SECURITY DEFINER, so an
--- appender needs no privilege on a2_retired_sessions and cannot list it.
+-- SECURITY INVOKER and executable by PUBLIC (90-grants.sql): it answers a
+-- role that may INSERT into a2_events (42501 otherwise) and then reads
+-- a2_retired_sessions as its owner, so an appender needs no privilege on
+-- that table and cannot list it, and no grant has to follow INSERT on
+-- a2_events (src/retire.c).  STABLE, so under the session lock it reads
+-- with the caller's statement snapshot (the latest one, see a2_exec_latest).
 CREATE FUNCTION a2_retired_last_index(session_id text)
 RETURNS bigint
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog
-AS $$
-	SELECT r.last_index FROM @extschema@.a2_retired_sessions r
-	 WHERE r.session_id OPERATOR(pg_catalog.=) $1
-$$;
+AS 'MODULE_PATHNAME', 'a2_retired_last_index'
+LANGUAGE C STABLE STRICT;
 
 COMMENT ON FUNCTION a2_retired_last_index(text) IS
-'The last index of a dropped session (NULL if it was never dropped); appends to a session with no rows continue after it.';
+'The last index of a dropped session (NULL if it was never dropped); appends to a session with no rows continue after it. Answers roles that may INSERT into a2_events.';
 
 CREATE FUNCTION a2_drop_session(session_id text, force boolean DEFAULT false)
 RETURNS jsonb

@@ -7,8 +7,12 @@
 -- does.
 
 -- a2_retired_last_index reads a dropped session's high-water mark for
--- appends: a2_grant_worker grants it.
+-- appends.  Up to 0.3.0 it was SECURITY DEFINER and not for PUBLIC; from
+-- 0.4.0 it checks that its caller may INSERT into a2_events and is for
+-- PUBLIC again (revoked, then granted, so that the ACL reads as an
+-- updated install's does).
 REVOKE ALL ON FUNCTION a2_retired_last_index(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION a2_retired_last_index(text) TO PUBLIC;
 
 -- The notifier's status and wait take its queue lock on every call.
 REVOKE ALL ON FUNCTION a2_notify_status() FROM PUBLIC;

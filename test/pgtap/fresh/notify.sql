@@ -21,7 +21,7 @@ CREATE EXTENSION IF NOT EXISTS dblink;
 RESET client_min_messages;
 SET a2.now = '2026-01-01 00:00:00+00';
 
-SELECT plan(25);
+SELECT plan(27);
 
 CREATE TABLE notify_seen (step text, channel text, pid integer, payload text);
 
@@ -202,6 +202,19 @@ SELECT bag_eq($$SELECT * FROM notify_got('notify on again')$$, $$VALUES ('notify
 	'a2.notify back on: notifications resume');
 
 SELECT is(dblink_disconnect('notify_listener'), 'OK', 'listener disconnected');
+
+-- a2_notify_status(): the notifier's queue, then (0.4.0) the durable records
+-- on disk and the schedulers; all NULL but mode without the preloaded library
+SELECT is((SELECT array_agg(a.attname::text ORDER BY a.ordinality)
+			 FROM pg_proc p, unnest(p.proargnames, p.proargmodes) WITH ORDINALITY AS a(attname, mode, ordinality)
+			WHERE p.oid = 'a2_notify_status()'::regprocedure),
+		  '{mode,notifier_pid,queue_size,queue_depth,waiting,recorded,announced,coalesced,fallbacks,dropped,disk_records,disk_set_aside,schedulers,schedulers_waiting}'::text[],
+		  'a2_notify_status: its columns, the background workers'' last');
+SELECT ok((SELECT CASE WHEN mode = 'notifier'
+					   THEN disk_records >= 0 AND disk_set_aside >= 0 AND schedulers >= 0 AND schedulers_waiting >= 0
+					   ELSE num_nulls(disk_records, disk_set_aside, schedulers, schedulers_waiting) = 4 END
+			 FROM a2_notify_status()),
+		  'a2_notify_status: disk records and schedulers are counts with the preloaded library, NULL without');
 
 SELECT * FROM finish();
 
