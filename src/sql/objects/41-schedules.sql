@@ -93,7 +93,7 @@ DECLARE
 	next bigint;
 BEGIN
 	IF name IS NULL OR spec IS NULL OR session_id IS NULL OR event IS NULL OR options IS NULL THEN
-		RAISE EXCEPTION '% must not be null',
+		RAISE EXCEPTION 'argument "%" must not be null',
 			CASE WHEN name IS NULL THEN 'name' WHEN spec IS NULL THEN 'spec'
 				 WHEN session_id IS NULL THEN 'session_id' WHEN event IS NULL THEN 'event'
 				 ELSE 'options' END
@@ -191,7 +191,7 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
 	IF name IS NULL THEN
-		RAISE EXCEPTION 'name must not be null' USING ERRCODE = '22004';
+		RAISE EXCEPTION 'argument "name" must not be null' USING ERRCODE = '22004';
 	END IF;
 	DELETE FROM @extschema@.a2_schedules s WHERE s.name OPERATOR(pg_catalog.=) a2_unschedule.name;
 	RETURN FOUND;
@@ -211,7 +211,7 @@ DECLARE
 	next bigint;
 BEGIN
 	IF name IS NULL THEN
-		RAISE EXCEPTION 'name must not be null' USING ERRCODE = '22004';
+		RAISE EXCEPTION 'argument "name" must not be null' USING ERRCODE = '22004';
 	END IF;
 	UPDATE @extschema@.a2_schedules s
 	   SET paused = pause, updated_at = @extschema@.a2_store_clock_ms()
