@@ -362,6 +362,9 @@ BEGIN
 END
 $fn$;
 
+COMMENT ON FUNCTION a2_grant_worker(regrole) IS
+'Grant a role everything the worker protocol needs (append, read, claim, renew, complete, fail, claim_next, redrive, state, snapshots, presence, schedules), in single-node and distributed mode; idempotent.';
+
 CREATE OR REPLACE FUNCTION a2_grant_monitor(role regrole)
 RETURNS void
 LANGUAGE plpgsql
@@ -381,6 +384,9 @@ BEGIN
 END
 $fn$;
 
+COMMENT ON FUNCTION a2_grant_monitor(regrole) IS
+'Grant a role what monitoring needs: a2_metrics, a2_notify_status/a2_notify_wait and the inspection functions (a2_list_schedules too); idempotent.';
+
 CREATE OR REPLACE FUNCTION a2_revoke(role regrole)
 RETURNS void
 LANGUAGE plpgsql
@@ -399,6 +405,9 @@ BEGIN
 	EXECUTE pg_catalog.format('REVOKE USAGE ON SCHEMA %s FROM %s', s, r);
 END
 $fn$;
+
+COMMENT ON FUNCTION a2_revoke(regrole) IS
+'Take back from a role every privilege a2_grant_worker or a2_grant_monitor grants.';
 
 -- a2_metrics gains schedules, next_tick_at and last_tick_at after the
 -- 0.3.0 columns.  Its EXECUTE grants (a2_grant_monitor's, by hand) are
