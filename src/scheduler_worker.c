@@ -335,8 +335,8 @@ fire_schedules_pass(void)
 		FlushErrorState();
 		AbortCurrentTransaction();
 		ereport(WARNING,
-				(errcode(edata->sqlerrcode),
-				 errmsg("a2 scheduler: firing schedules failed: %s", edata->message),
+				(errmsg("a2 scheduler: firing schedules failed (SQLSTATE %s): %s",
+						unpack_sql_state(edata->sqlerrcode), edata->message),
 				 edata->detail ? errdetail("%s", edata->detail) : 0,
 				 errhint("The scheduler tries again within a second.")));
 		FreeErrorData(edata);
