@@ -6,6 +6,10 @@
  *	  (due time, session, index), from a cursor it keeps exactly, and
  *	  leaves when nothing is scheduled (scheduler.c has the design).
  *
+ *	  Before each pass it fires the recurring schedules' due ticks
+ *	  (a2_fire_schedules(), docs/time.md) in a transaction of its own, and
+ *	  sleeps no longer than until the next tick of an active schedule.
+ *
  *	  It goes back (rewinds its cursor) to the earliest due time that
  *	  transactions wrote since it last looked, because such a transaction
  *	  may commit after that time; and, when one of its database's prepared
