@@ -44,7 +44,7 @@ q -q -c 'CREATE EXTENSION a2'
 # does not straddle a tick.
 sleep $(( (65 - $(date +%s) % 60) % 60 ))
 t0=$(date +%s%3N)
-q -q -c "SELECT count(a2_schedule('s' || i, '* * * * *', 's' || i, '{\"type\": \"tick\"}')) FROM generate_series(1, $n) i"
+q -c "SELECT count(a2_schedule('s' || i, '* * * * *', 's' || i, '{\"type\": \"tick\"}')) FROM generate_series(1, $n) i" >/dev/null
 t1=$(date +%s%3N)
 a2_log "schedules bench: $n schedules created in $((t1 - t0)) ms"
 
@@ -65,6 +65,7 @@ sleep 5
 q <<SQL
 \\pset format aligned
 \\pset footer off
+\\pset tuples_only off
 WITH t AS (
   SELECT (extract(epoch FROM substring(e.event_id FROM '@(.*)$')::timestamptz) * 1000)::bigint AS tick
     FROM a2_events e
@@ -75,6 +76,7 @@ SQL
 q <<SQL
 \\pset format aligned
 \\pset footer off
+\\pset tuples_only off
 WITH t AS (
   SELECT e.created_at - (extract(epoch FROM substring(e.event_id FROM '@(.*)$')::timestamptz) * 1000)::bigint AS late_ms,
          (extract(epoch FROM substring(e.event_id FROM '@(.*)$')::timestamptz) * 1000)::bigint AS tick

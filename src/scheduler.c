@@ -10,7 +10,7 @@
  *	  as a due time; a2_schedule and a2_resume_schedule call
  *	  a2_sched_note_due() (schedules.c) to wake it.
  *
- *	  Where due times live: in a2_events.not_before, nowhere else.  The
+ *	  Where events' due times live: in a2_events.not_before, nowhere else.  The
  *	  table is the only durable record, so a restart of any worker or of
  *	  the server rebuilds everything by reading it: each database's
  *	  scheduler asks the partial index a2_events_due (not_before of
