@@ -106,6 +106,11 @@ SELECT e ->> 'lane' AS lane, e ->> 'processedAt' IS NOT NULL AS settled
 -- == metrics: schedules, the next tick of an active one, the last tick fired ==
 SELECT schedules, next_tick_at, last_tick_at FROM a2_metrics();
 
+-- == max_schedules: at most that many schedules, the most overdue first (ties by name) ==
+SET a2.now = '2031-06-05 07:20Z';
+SELECT name, to_char(tick_at, 'HH24:MI') AS tick FROM a2_fire_schedules(1);
+SELECT name, to_char(tick_at, 'HH24:MI') AS tick FROM a2_fire_schedules(NULL);
+
 -- == unschedule ==
 SELECT a2_unschedule('every5');
 SELECT a2_unschedule('every5');
@@ -148,6 +153,8 @@ SELECT a2_schedule('x', '@hourly', 's', '{"type": "t", "cause": {"index": 1, "at
 -- a replace that fails keeps the old definition
 SELECT a2_schedule('hourly', 'every 0 seconds', 'reports', '{"type": "t"}');
 SELECT name, spec FROM a2_list_schedules() WHERE name = 'hourly';
+SELECT * FROM a2_fire_schedules(0);
+\echo :LAST_ERROR_SQLSTATE
 SELECT a2_pause_schedule('nope');
 \echo :LAST_ERROR_SQLSTATE
 SELECT a2_resume_schedule('nope');

@@ -67,6 +67,12 @@
  * waits for it (it waits 5 s for other sessions to leave, then fails).
  */
 #define A2_SCHED_MAX_SLEEP_MS	1000L
+/*
+ * Schedules fired per transaction: a transaction's commit (its
+ * announcements, one per session) grows with it, and the first batch
+ * commits without waiting for the rest.
+ */
+#define A2_SCHED_FIRE_BATCH		1000
 /* how soon a scheduler looks again at a due schedule another pass holds */
 #define A2_SCHED_LOCKED_RETRY_MS	50
 
@@ -132,10 +138,10 @@ static A2Statement fire_schedules = {
 	.name = "scheduler.fire_schedules",
 	.texts = {
 		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4,
-				"SELECT pg_catalog.count(*) AS fired FROM @extschema@.a2_fire_schedules()"),
+				"SELECT pg_catalog.count(DISTINCT f.name) AS schedules FROM @extschema@.a2_fire_schedules($1) f"),
 	},
-	.nparams = 0,
-	.columns = A2_COLUMNS("fired")
+	.nparams = 1, .params = {A2_PARAM("max_schedules", INT4OID)},
+	.columns = A2_COLUMNS("schedules")
 };
 
 static A2Statement next_tick = {
@@ -283,18 +289,20 @@ done:
 }
 
 /*
- * Fire the schedules' due ticks (a2_fire_schedules, with the wall clock
- * unless a2.now is set for the database) and return the next tick of an
- * active schedule, or -1.  Its own transaction: a failing schedule (e.g.
- * its session's appends are refused) is logged as a WARNING and retried
- * at the next wake, and does not hold back due announcements.
+ * Fire up to A2_SCHED_FIRE_BATCH schedules' due ticks (a2_fire_schedules,
+ * with the wall clock unless a2.now is set for the database) and return
+ * the next tick of an active schedule, or -1; *more when the batch was
+ * full.  Its own transaction: a failing schedule (e.g. its session's
+ * appends are refused) is logged as a WARNING and retried at the next
+ * wake, and does not hold back due announcements.
  */
 static int64
-fire_schedules_pass(void)
+fire_schedules_batch(bool *more)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	volatile int64 next = -1;
 
+	*more = false;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -311,7 +319,9 @@ fire_schedules_pass(void)
 			{
 				pgstat_report_activity(STATE_RUNNING, "a2 scheduler: fire schedules");
 				a2_args_init(&a, &fire_schedules);
+				a2_bind_int4(&a, 1, A2_SCHED_FIRE_BATCH);
 				a2_exec(&a, false, SPI_OK_SELECT);
+				*more = DatumGetInt64(a2_col(0, 1, &isnull)) >= A2_SCHED_FIRE_BATCH;
 				/* a new snapshot: the rows just moved on */
 				CommandCounterIncrement();
 				PopActiveSnapshot();
@@ -344,10 +354,26 @@ fire_schedules_pass(void)
 				 edata->detail ? errdetail("%s", edata->detail) : 0,
 				 errhint("The scheduler tries again within a second.")));
 		FreeErrorData(edata);
+		*more = false;
 		next = a2_wall_clock_ms() + A2_SCHED_MAX_SLEEP_MS;
 	}
 	PG_END_TRY();
 	pgstat_report_activity(STATE_IDLE, NULL);
+	return next;
+}
+
+/* Fire every due tick, a batch per transaction; the next tick, or -1. */
+static int64
+fire_schedules_pass(void)
+{
+	bool		more;
+	int64		next;
+
+	do
+	{
+		CHECK_FOR_INTERRUPTS();
+		next = fire_schedules_batch(&more);
+	} while (more);
 	return next;
 }
 

@@ -288,7 +288,7 @@ $fn$;
 COMMENT ON FUNCTION a2_list_schedules() IS
 'Every schedule, by name: its definition, whether it is paused, its next tick, the last tick it fired and how many ticks it fired.';
 
-CREATE FUNCTION a2_fire_schedules()
+CREATE FUNCTION a2_fire_schedules(max_schedules integer DEFAULT NULL)
 RETURNS TABLE (name text, tick_at timestamptz, session_id text, event_index bigint, event_id text)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -300,11 +300,17 @@ DECLARE
 	t bigint;
 	r jsonb;
 BEGIN
+	IF max_schedules OPERATOR(pg_catalog.<) 1 THEN
+		RAISE EXCEPTION 'argument "max_schedules" must be at least 1, not %', max_schedules
+			USING ERRCODE = '22023';
+	END IF;
 	-- A row another pass holds is that pass's to fire: skip it.  A row it
-	-- has already moved on fails the recheck of next_tick_at.
+	-- has already moved on fails the recheck of next_tick_at.  The most
+	-- overdue first; max_schedules NULL: all of them.
 	FOR s IN SELECT * FROM @extschema@.a2_schedules sc
 			  WHERE NOT sc.paused AND sc.next_tick_at OPERATOR(pg_catalog.<=) now_ms
 			  ORDER BY sc.next_tick_at, sc.name
+			  LIMIT max_schedules
 			  FOR UPDATE SKIP LOCKED
 	LOOP
 		p := @extschema@.a2_schedule_plan(s.spec, s.timezone, s.next_tick_at, now_ms, s.missed,
@@ -332,8 +338,8 @@ BEGIN
 END
 $fn$;
 
-COMMENT ON FUNCTION a2_fire_schedules() IS
-'Fire every tick due at the store clock (a2.now honoured) in the caller''s transaction, by each schedule''s missed-tick policy, and return what was appended. The background scheduler runs it at every tick with the wall clock; a tick never fires twice.';
+COMMENT ON FUNCTION a2_fire_schedules(integer) IS
+'Fire every tick due at the store clock (a2.now honoured) in the caller''s transaction, by each schedule''s missed-tick policy, of at most max_schedules schedules (NULL: all), most overdue first, and return what was appended. The background scheduler runs it at every tick with the wall clock, 1000 schedules per transaction; a tick never fires twice.';
 
 -- The grant helpers give a worker a2_schedules (define, pause, fire) and a
 -- monitor SELECT on it (a2_list_schedules); a2_revoke takes it back.
