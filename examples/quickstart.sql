@@ -230,3 +230,33 @@ SET a2.now = '2026-01-01T13:01:00.000Z';
 \o
 SELECT r->>'outcome' AS outcome, r->'events'->0->>'type' AS type
   FROM a2_claim('order-46', 'worker-1', 30000) r;
+
+\echo
+\echo '== 21. A recurring schedule: an hourly report, each tick appended exactly once'
+\echo '   (all in one transaction here, so the server''s own scheduler, on the wall clock, never sees it)'
+BEGIN;
+\o /dev/null
+SET a2.now = '2026-01-01T13:30:00.000Z';
+\o
+SELECT a2_schedule('hourly-report', '0 * * * *', 'reports', '{"type": "report.hourly"}')
+         AT TIME ZONE 'UTC' AS next_tick_utc;
+\o /dev/null
+SET a2.now = '2026-01-01T14:00:00.000Z';
+\o
+\echo '   14:00: the fire pass (the background scheduler runs it at every tick) appends the tick'
+SELECT name, tick_at AT TIME ZONE 'UTC' AS tick_utc, session_id, event_index, event_id
+  FROM a2_fire_schedules();
+\echo '   the same pass again: nothing, a tick fires once (its event id is derived from name and tick)'
+SELECT count(*) AS fired_again FROM a2_fire_schedules();
+\o /dev/null
+SET a2.now = '2026-01-01T17:10:00.000Z';
+\o
+\echo '   17:10 after an outage since 14:00: the default policy ("latest") fires only the last missed tick'
+SELECT name, tick_at AT TIME ZONE 'UTC' AS tick_utc, event_index FROM a2_fire_schedules();
+SELECT name, next_tick_at AT TIME ZONE 'UTC' AS next_tick_utc, last_tick_at AT TIME ZONE 'UTC' AS last_tick_utc,
+       fired_count
+  FROM a2_list_schedules();
+SELECT e->>'index' AS index, e->>'id' AS id, e->>'createdAt' AS created_at
+  FROM jsonb_array_elements(a2_read('reports', 0)) e;
+SELECT a2_unschedule('hourly-report') AS unscheduled;
+COMMIT;

@@ -12,6 +12,9 @@
  *	  a2_events_unprocessed partial index finds without touching processed
  *	  rows.
  *
+ *	  From 0.4.0's objects on, also the recurring schedules (a2_schedules):
+ *	  how many, the next tick of an active one and the last tick fired.
+ *
  *	  Estimates (pg_stat_* for a2_events, as of the last statistics
  *	  flush): live and dead row versions, and rows inserted since the
  *	  statistics were last reset (rolled-back appends count too).  a2 keeps
@@ -43,7 +46,9 @@ PG_FUNCTION_INFO_V1(a2_metrics);
 
 /* 0.3.0 adds scheduled_events and earliest_due_at after the 0.2.0 columns */
 #define METRIC_COLUMNS_V2 12
-#define METRIC_COLUMNS 14
+#define METRIC_COLUMNS_V3 14
+/* 0.4.0 adds schedules, next_tick_at and last_tick_at (a2_schedules) */
+#define METRIC_COLUMNS 17
 
 /* $1 now (epoch ms), $2 a2_events' OID */
 /*
@@ -89,7 +94,23 @@ static A2Statement gauges = {
 	.columns = A2_COLUMNS("sessions_with_eligible_work", "eligible_events", "leased_events", "expired_leases", "dead_letters", "lane_waiting_events", "oldest_eligible_created_at", "oldest_eligible_age_ms", "events_estimate", "dead_rows_estimate", "events_inserted_estimate", "measured_at", "scheduled_events", "earliest_due_at")
 };
 
-A2_STATEMENT_GROUP(metrics, &gauges);
+/* The schedule gauges: how many, the next tick of an active one, the last fired */
+static A2Statement schedule_gauges = {
+	.name = "metrics.schedule_gauges",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4,
+				"SELECT pg_catalog.count(*) AS schedules,"
+				"       pg_catalog.to_timestamp(pg_catalog.min(s.next_tick_at) FILTER (WHERE NOT s.paused)"
+				"                               OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8) AS next_tick_at,"
+				"       pg_catalog.to_timestamp(pg_catalog.max(s.last_tick_at)"
+				"                               OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8) AS last_tick_at"
+				"  FROM @extschema@.a2_schedules s"),
+	},
+	.nparams = 0,
+	.columns = A2_COLUMNS("schedules", "next_tick_at", "last_tick_at")
+};
+
+A2_STATEMENT_GROUP(metrics, &gauges, &schedule_gauges);
 
 Datum
 a2_metrics(PG_FUNCTION_ARGS)
@@ -104,9 +125,9 @@ a2_metrics(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "a2_metrics must be declared with OUT parameters");
-	/* 0.2.0's declaration until ALTER EXTENSION a2 UPDATE: its 12 columns */
+	/* an older declaration until ALTER EXTENSION a2 UPDATE: its 12 or 14 columns */
 	ncols = desc->natts;
-	if (ncols != METRIC_COLUMNS && ncols != METRIC_COLUMNS_V2)
+	if (ncols != METRIC_COLUMNS && ncols != METRIC_COLUMNS_V3 && ncols != METRIC_COLUMNS_V2)
 		elog(ERROR, "a2_metrics is declared with %d columns, expected %d",
 			 desc->natts, METRIC_COLUMNS);
 	desc = BlessTupleDesc(desc);
@@ -119,8 +140,16 @@ a2_metrics(PG_FUNCTION_ARGS)
 	if (a2_exec(&a, true, SPI_OK_SELECT) != 1)
 		elog(ERROR, "a2_metrics: expected one row");
 	/* every column is int8 or timestamptz: passed by value, safe past SPI_finish */
-	for (int i = 0; i < ncols; i++)
+	for (int i = 0; i < Min(ncols, METRIC_COLUMNS_V3); i++)
 		values[i] = a2_col(0, i + 1, &nulls[i]);
+	if (ncols == METRIC_COLUMNS)
+	{
+		a2_args_init(&a, &schedule_gauges);
+		if (a2_exec(&a, true, SPI_OK_SELECT) != 1)
+			elog(ERROR, "a2_metrics: expected one row");
+		for (int i = METRIC_COLUMNS_V3; i < ncols; i++)
+			values[i] = a2_col(0, i - METRIC_COLUMNS_V3 + 1, &nulls[i]);
+	}
 	a2_call_end(&call);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));

@@ -4,7 +4,13 @@
  *	  Announcements of scheduled events when they fall due
  *	  (docs/semantics.md, "Scheduling").
  *
- *	  Where due times live: in a2_events.not_before, nowhere else.  The
+ *	  Recurring schedules (docs/time.md) use the same workers: a
+ *	  database's scheduler fires their due ticks before each pass and
+ *	  counts the next tick of an active schedule (a2_schedules.next_tick_at)
+ *	  as a due time; a2_schedule and a2_resume_schedule call
+ *	  a2_sched_note_due() (schedules.c) to wake it.
+ *
+ *	  Where events' due times live: in a2_events.not_before, nowhere else.  The
  *	  table is the only durable record, so a restart of any worker or of
  *	  the server rebuilds everything by reading it: each database's
  *	  scheduler asks the partial index a2_events_due (not_before of

@@ -6,6 +6,10 @@
  *	  (due time, session, index), from a cursor it keeps exactly, and
  *	  leaves when nothing is scheduled (scheduler.c has the design).
  *
+ *	  Before each pass it fires the recurring schedules' due ticks
+ *	  (a2_fire_schedules(), docs/time.md) in a transaction of its own, and
+ *	  sleeps no longer than until the next tick of an active schedule.
+ *
  *	  It goes back (rewinds its cursor) to the earliest due time that
  *	  transactions wrote since it last looked, because such a transaction
  *	  may commit after that time; and, when one of its database's prepared
@@ -63,6 +67,14 @@
  * waits for it (it waits 5 s for other sessions to leave, then fails).
  */
 #define A2_SCHED_MAX_SLEEP_MS	1000L
+/*
+ * Schedules fired per transaction: a transaction's commit (its
+ * announcements, one per session) grows with it, and the first batch
+ * commits without waiting for the rest.
+ */
+#define A2_SCHED_FIRE_BATCH		1000
+/* how soon a scheduler looks again at a due schedule another pass holds */
+#define A2_SCHED_LOCKED_RETRY_MS	50
 
 /*
  * Due events after the cursor ($1, $3, $4) -- due time, then session and
@@ -118,7 +130,33 @@ static A2Statement prepared_here = {
 	.columns = A2_COLUMNS("prepared")
 };
 
-A2_STATEMENT_GROUP(scheduler, &due_events, &next_due, &prepared_here);
+/*
+ * Recurring schedules (41-schedules.sql): fire every tick due now, in one
+ * transaction of its own, and find the next tick of an active schedule.
+ */
+static A2Statement fire_schedules = {
+	.name = "scheduler.fire_schedules",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4,
+				"SELECT pg_catalog.count(DISTINCT f.name) AS schedules FROM @extschema@.a2_fire_schedules($1) f"),
+	},
+	.nparams = 1, .params = {A2_PARAM("max_schedules", INT4OID)},
+	.columns = A2_COLUMNS("schedules")
+};
+
+static A2Statement next_tick = {
+	.name = "scheduler.next_tick",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4,
+				"SELECT pg_catalog.min(s.next_tick_at) AS next_tick_at FROM @extschema@.a2_schedules s"
+				" WHERE NOT s.paused"),
+	},
+	.nparams = 0,
+	.columns = A2_COLUMNS("next_tick_at")
+};
+
+A2_STATEMENT_GROUP(scheduler, &due_events, &next_due, &prepared_here,
+				   &fire_schedules, &next_tick);
 
 /*
  * Where a scheduler has announced up to: every due event up to (through,
@@ -250,6 +288,95 @@ done:
 	return res;
 }
 
+/*
+ * Fire up to A2_SCHED_FIRE_BATCH schedules' due ticks (a2_fire_schedules,
+ * with the wall clock unless a2.now is set for the database) and return
+ * the next tick of an active schedule, or -1; *more when the batch was
+ * full.  Its own transaction: a failing schedule (e.g. its session's
+ * appends are refused) is logged as a WARNING and retried at the next
+ * wake, and does not hold back due announcements.
+ */
+static int64
+fire_schedules_batch(bool *more)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	volatile int64 next = -1;
+
+	*more = false;
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	PG_TRY();
+	{
+		if (OidIsValid(get_extension_oid("a2", true)))
+		{
+			A2Call		call;
+			A2Args		a;
+			bool		isnull;
+
+			a2_call_begin(&call, NULL);
+			if (a2_installed_objects() >= A2_OBJECTS_0_4)
+			{
+				pgstat_report_activity(STATE_RUNNING, "a2 scheduler: fire schedules");
+				a2_args_init(&a, &fire_schedules);
+				a2_bind_int4(&a, 1, A2_SCHED_FIRE_BATCH);
+				a2_exec(&a, false, SPI_OK_SELECT);
+				*more = DatumGetInt64(a2_col(0, 1, &isnull)) >= A2_SCHED_FIRE_BATCH;
+				/* a new snapshot: the rows just moved on */
+				CommandCounterIncrement();
+				PopActiveSnapshot();
+				PushActiveSnapshot(GetTransactionSnapshot());
+				a2_args_init(&a, &next_tick);
+				a2_exec(&a, true, SPI_OK_SELECT);
+				next = DatumGetInt64(a2_col(0, 1, &isnull));
+				if (isnull)
+					next = -1;
+				/* still due: another pass holds it (SKIP LOCKED); look again soon */
+				else if (next <= a2_wall_clock_ms())
+					next = a2_wall_clock_ms() + A2_SCHED_LOCKED_RETRY_MS;
+			}
+			a2_call_end(&call);
+		}
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ereport(WARNING,
+				(errmsg("a2 scheduler: firing schedules failed (SQLSTATE %s): %s",
+						unpack_sql_state(edata->sqlerrcode), edata->message),
+				 edata->detail ? errdetail("%s", edata->detail) : 0,
+				 errhint("The scheduler tries again within a second.")));
+		FreeErrorData(edata);
+		*more = false;
+		next = a2_wall_clock_ms() + A2_SCHED_MAX_SLEEP_MS;
+	}
+	PG_END_TRY();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return next;
+}
+
+/* Fire every due tick, a batch per transaction; the next tick, or -1. */
+static int64
+fire_schedules_pass(void)
+{
+	bool		more;
+	int64		next;
+
+	do
+	{
+		CHECK_FOR_INTERRUPTS();
+		next = fire_schedules_batch(&more);
+	} while (more);
+	return next;
+}
+
 static A2SchedDb *
 my_slot(void)
 {
@@ -291,6 +418,7 @@ a2_scheduler_main(Datum arg)
 	for (;;)
 	{
 		PassResult	res;
+		int64		tick;
 		long		timeout;
 		bool		inflight = false;
 
@@ -317,7 +445,10 @@ a2_scheduler_main(Datum arg)
 		}
 		LWLockRelease(a2_sched->lock);
 
+		tick = fire_schedules_pass();
 		res = scheduler_pass(&cur);
+		if (tick >= 0 && (res.next_due < 0 || tick < res.next_due))
+			res.next_due = tick;
 
 		/*
 		 * A prepared transaction of ours was committed since the last pass

@@ -57,6 +57,12 @@ BEGIN
 	PERFORM a2_presence_set('d:ns', 'p1', '{"status":"on","cursor":1}', '2026-05-01 00:00:00+00', 1, 3600000);
 	PERFORM a2_presence_set('d:ns', 'p1', '{"cursor":null}', '2026-05-01 00:00:10+00', 2, 3600000);
 	PERFORM a2_presence_set('d:ns', 'p2', '{"status":{"away":true}}', '2026-05-01 00:00:05+00', 7, 3600000);
+
+	-- a recurring schedule (0.4.0 on), paused so that no scheduler fires it meanwhile
+	IF to_regproc('a2_schedule') IS NOT NULL THEN
+		PERFORM a2_schedule('d:sched', '0 9 * * mon-fri', 'd:s4', '{"type":"standup","payload":{"n":1}}',
+							'{"timezone":"Europe/Berlin","missed":"backfill","paused":true}');
+	END IF;
 END \$\$;
 SELECT 'rows: ' || (SELECT count(*) FROM a2_events) || ' events, '
 	|| (SELECT count(*) FROM a2_snapshots) || ' snapshots, '

@@ -19,3 +19,11 @@ export type { PostgresClient, PostgresConnection, PostgresQueryResult } from './
 export type { A2Node, NodeClientConfig, NodeConnection } from './nodes.js'
 export type { A2ContractOperations, A2Operations, SupersededForm } from './operations.js'
 export type * from './types.js'
+export type {
+  FiredTick,
+  MissedTicks,
+  ScheduleEvent,
+  ScheduleInfo,
+  ScheduleOperations,
+  ScheduleOptions,
+} from './schedules.js'

@@ -11,6 +11,7 @@ import { Statements, type PostgresClient, type PostgresConnection, type Queryabl
 import { parseResult, toStored } from './codec.js'
 import { A2Error, toA2Error } from './errors.js'
 import { operations, type A2ContractOperations, type A2Operations, type SupersededForm } from './operations.js'
+import { scheduleOperations, type ScheduleOperations } from './schedules.js'
 import { clientClass, connectNode, nodeClientConfig, storeSettings, type A2Node, type NodeClientConfig, type NodeConnection } from './nodes.js'
 import { DEFAULT_PAGE_SIZE, DEFAULT_POLL_INTERVAL_MS, Listener, type Cluster } from './stream.js'
 import type { A2Store, Clock, IdSource, StoredEvent } from './types.js'
@@ -55,13 +56,13 @@ export type A2StoreOptions = {
 }
 
 /** What a `store.transaction` callback gets: the store's calls on one connection, and `query`. */
-export type A2Transaction = A2Operations & {
+export type A2Transaction = A2Operations & ScheduleOperations & {
   /** Your own SQL, in the same transaction (errors are pg's, not mapped). */
   query(text: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>
 }
 
 /** What both forms of the store have besides the A2Store calls. */
-export type A2StoreExtras = Pick<A2Store, 'stream'> & {
+export type A2StoreExtras = Pick<A2Store, 'stream'> & ScheduleOperations & {
   /**
    * Runs `fn` in one transaction on one connection: BEGIN, fn(tx), COMMIT.
    * A throw rolls everything back (the handler's writes and the a2 calls)
@@ -219,6 +220,7 @@ export function a2Store(options: A2StoreOptions = {}): A2PostgresStore {
       }
       const tx: A2Transaction = {
         ...operations(ctx, async () => q, 'throw'),
+        ...scheduleOperations(sql, options.clock, async () => q),
         query: (text, values) => q.query(text, values),
       }
       let result: T
@@ -257,6 +259,7 @@ export function a2Store(options: A2StoreOptions = {}): A2PostgresStore {
   let closed = false
   const store: A2PostgresStore = {
     ...ops,
+    ...scheduleOperations(sql, options.clock, client),
 
     stream(sessionId, streamOptions) {
       return listener.open(sessionId, streamOptions?.startAfter ?? 0)

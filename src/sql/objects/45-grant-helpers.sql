@@ -35,7 +35,7 @@ COMMENT ON FUNCTION a2_grant_schema(text) IS
 'The schema of extension a2, quoted; raises 42501 unless the caller owns the extension (or is a member of its owner) or is a superuser.  Used by the grant helpers.';
 
 -- A worker: append, read, claim, renew, complete, fail, claim_next,
--- redrive, state, snapshots, presence.  Not: dropping sessions, metrics,
+-- redrive, state, snapshots, presence, schedules.  Not: dropping sessions, metrics,
 -- the notifier's status, DDL.  The lock tables are distributed mode's
 -- session and presence locks (row locks, hence UPDATE); in distributed mode
 -- routed appends also read a2_retired_sessions directly.
@@ -56,6 +56,8 @@ BEGIN
 	EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s.a2_presence, %s.a2_presence_tombstones TO %s', s, s, r);
 	EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE ON %s.a2_session_locks, %s.a2_presence_locks TO %s', s, s, r);
 	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s.a2_retired_last_index(text) TO %s', s, r);
+	-- recurring schedules: define, pause, fire (0.4.0)
+	EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s.a2_schedules TO %s', s, r);
 	IF @extschema@.a2_is_distributed() THEN
 		EXECUTE pg_catalog.format('GRANT SELECT ON %s.a2_retired_sessions TO %s', s, r);
 	END IF;
@@ -63,7 +65,7 @@ END
 $fn$;
 
 COMMENT ON FUNCTION a2_grant_worker(regrole) IS
-'Grant a role everything the worker protocol needs (append, read, claim, renew, complete, fail, claim_next, redrive, state, snapshots, presence), in single-node and distributed mode; idempotent.';
+'Grant a role everything the worker protocol needs (append, read, claim, renew, complete, fail, claim_next, redrive, state, snapshots, presence, schedules), in single-node and distributed mode; idempotent.';
 
 -- A monitoring role: a2_metrics, the notifier's status, and the
 -- inspection functions (a2_list_sessions, a2_list_snapshots), which read
@@ -82,11 +84,13 @@ BEGIN
 	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s.a2_metrics() TO %s', s, r);
 	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s.a2_notify_status() TO %s', s, r);
 	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s.a2_notify_wait(bigint) TO %s', s, r);
+	-- a2_list_schedules reads the schedules as the caller (0.4.0)
+	EXECUTE pg_catalog.format('GRANT SELECT ON %s.a2_schedules TO %s', s, r);
 END
 $fn$;
 
 COMMENT ON FUNCTION a2_grant_monitor(regrole) IS
-'Grant a role what monitoring needs: a2_metrics, a2_notify_status/a2_notify_wait and the inspection functions; idempotent.';
+'Grant a role what monitoring needs: a2_metrics, a2_notify_status/a2_notify_wait and the inspection functions (a2_list_schedules too); idempotent.';
 
 -- Takes back everything either helper grants (also what was granted by
 -- hand on the same objects).
@@ -102,6 +106,7 @@ BEGIN
 	EXECUTE pg_catalog.format('REVOKE ALL ON %s.a2_events, %s.a2_snapshots, %s.a2_snapshot_history, '
 		'%s.a2_snapshot_pins, %s.a2_presence, %s.a2_presence_tombstones, %s.a2_session_locks, '
 		'%s.a2_presence_locks, %s.a2_retired_sessions FROM %s', s, s, s, s, s, s, s, s, s, r);
+	EXECUTE pg_catalog.format('REVOKE ALL ON %s.a2_schedules FROM %s', s, r);
 	EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s.a2_retired_last_index(text), %s.a2_metrics(), '
 		'%s.a2_notify_status(), %s.a2_notify_wait(bigint) FROM %s', s, s, s, s, r);
 	EXECUTE pg_catalog.format('REVOKE USAGE ON SCHEMA %s FROM %s', s, r);

@@ -21,6 +21,7 @@ from ._astream import AsyncListener, AsyncStream
 from ._calls import Clock, IdSource
 from ._listen import NodeConnection, NodeStatus
 from ._ops import Operations
+from ._schedules import FiredTick, ScheduleInfo
 from ._store import A2Store, Transaction
 from ._stream import Listener, Stream
 from .errors import (
@@ -87,5 +88,5 @@ __all__ = [
     "SessionPage", "SessionSummary", "SessionUnfinishedError", "Settled", "Snapshot", "SnapshotInfo",
     "SnapshotWrite", "StateRead", "StateRequest", "StoreUnavailableError", "StoredEvent", "Stream",
     "SupersededError", "Transaction", "__version__", "backoff",
-    "A2_VERSIONS",
+    "A2_VERSIONS", "FiredTick", "ScheduleInfo",
 ]

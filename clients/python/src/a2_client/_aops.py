@@ -12,6 +12,7 @@ from typing import Any, Awaitable, Callable, Iterable, List, Mapping, Optional, 
 
 from . import _codec as c
 from ._calls import Call, Statements
+from ._schedules import AsyncScheduleOperations
 from .models import (
     AppendResult,
     ClaimNextResult,
@@ -33,7 +34,7 @@ from .models import (
 T = TypeVar("T")
 
 
-class AsyncOperations:
+class AsyncOperations(AsyncScheduleOperations):
     """Every a2 call, each one statement (one round trip)."""
 
     def __init__(self, statements: Statements, run: Callable[[Call[Any]], Awaitable[Any]]) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, List, Mapping, Optional, TypeVar
 
 from . import _codec as c
 from ._calls import Call, Statements
+from ._schedules import ScheduleOperations
 from .models import (
     AppendResult,
     ClaimNextResult,
@@ -33,7 +34,7 @@ from .models import (
 T = TypeVar("T")
 
 
-class Operations:
+class Operations(ScheduleOperations):
     """Every a2 call, each one statement (one round trip)."""
 
     def __init__(self, statements: Statements, run: Callable[[Call[Any]], Any]) -> None:
