@@ -10,7 +10,9 @@
  *	  their lane, and the oldest eligible event's createdAt and age.  All
  *	  come from one pass over the rows with processed_at IS NULL, which the
  *	  a2_events_unprocessed partial index finds without touching processed
- *	  rows.
+ *	  rows.  Cancelled events (0.4.0) are finished rows, so they are not in
+ *	  that pass: they are counted apart, through the partial index
+ *	  a2_events_cancelled, which holds nothing else.
  *
  *	  Estimates (pg_stat_* for a2_events, as of the last statistics
  *	  flush): live and dead row versions, and rows inserted since the
@@ -41,9 +43,13 @@
 
 PG_FUNCTION_INFO_V1(a2_metrics);
 
-/* 0.3.0 adds scheduled_events and earliest_due_at after the 0.2.0 columns */
+/*
+ * 0.3.0 adds scheduled_events and earliest_due_at after the 0.2.0 columns,
+ * 0.4.0 cancelled_events after those.
+ */
 #define METRIC_COLUMNS_V2 12
-#define METRIC_COLUMNS 14
+#define METRIC_COLUMNS_V3 14
+#define METRIC_COLUMNS 15
 
 /* $1 now (epoch ms), $2 a2_events' OID */
 /*
@@ -89,7 +95,23 @@ static A2Statement gauges = {
 	.columns = A2_COLUMNS("sessions_with_eligible_work", "eligible_events", "leased_events", "expired_leases", "dead_letters", "lane_waiting_events", "oldest_eligible_created_at", "oldest_eligible_age_ms", "events_estimate", "dead_rows_estimate", "events_inserted_estimate", "measured_at", "scheduled_events", "earliest_due_at")
 };
 
-A2_STATEMENT_GROUP(metrics, &gauges);
+/*
+ * Cancelled events still stored (a2_cancel, 0.4.0): a count over the
+ * partial index a2_events_cancelled, which holds only cancelled rows, so
+ * it costs in proportion to them and nothing while nothing is cancelled.
+ */
+static A2Statement cancelled = {
+	.name = "metrics.cancelled",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4,
+				"SELECT pg_catalog.count(*) AS cancelled_events FROM @extschema@.a2_events e"
+				" WHERE e.cancelled_at IS NOT NULL"),
+	},
+	.nparams = 0,
+	.columns = A2_COLUMNS("cancelled_events")
+};
+
+A2_STATEMENT_GROUP(metrics, &gauges, &cancelled);
 
 Datum
 a2_metrics(PG_FUNCTION_ARGS)
@@ -104,9 +126,10 @@ a2_metrics(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "a2_metrics must be declared with OUT parameters");
-	/* 0.2.0's declaration until ALTER EXTENSION a2 UPDATE: its 12 columns */
+	/* an older declaration until ALTER EXTENSION a2 UPDATE: its columns */
 	ncols = desc->natts;
-	if (ncols != METRIC_COLUMNS && ncols != METRIC_COLUMNS_V2)
+	if (ncols != METRIC_COLUMNS && ncols != METRIC_COLUMNS_V3 &&
+		ncols != METRIC_COLUMNS_V2)
 		elog(ERROR, "a2_metrics is declared with %d columns, expected %d",
 			 desc->natts, METRIC_COLUMNS);
 	desc = BlessTupleDesc(desc);
@@ -119,8 +142,15 @@ a2_metrics(PG_FUNCTION_ARGS)
 	if (a2_exec(&a, true, SPI_OK_SELECT) != 1)
 		elog(ERROR, "a2_metrics: expected one row");
 	/* every column is int8 or timestamptz: passed by value, safe past SPI_finish */
-	for (int i = 0; i < ncols; i++)
+	for (int i = 0; i < Min(ncols, METRIC_COLUMNS_V3); i++)
 		values[i] = a2_col(0, i + 1, &nulls[i]);
+	if (ncols == METRIC_COLUMNS)
+	{
+		a2_args_init(&a, &cancelled);
+		if (a2_exec(&a, true, SPI_OK_SELECT) != 1)
+			elog(ERROR, "a2_metrics: expected one row of cancelled events");
+		values[METRIC_COLUMNS - 1] = a2_col(0, 1, &nulls[METRIC_COLUMNS - 1]);
+	}
 	a2_call_end(&call);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
