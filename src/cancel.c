@@ -18,7 +18,9 @@
  *	  decides its state).  A lane advances past a cancelled head exactly as
  *	  past a completed one (complete.c's finish_event): the oldest
  *	  unfinished event of the lane becomes lane-ready.  The event's
- *	  snapshot pins are released, as on completion.  Events already
+ *	  snapshot pins are released, as on completion.  A cancel that changed
+ *	  something notifies like a redrive (the session's greatest index), so
+ *	  listeners look at the session again.  Events already
  *	  finished (completed, settled, cancelled before) are left alone, so a
  *	  second cancel writes nothing and returns nothing.
  *
@@ -307,20 +309,22 @@ cancel_events(CancelArgs *args)
 			a2_args_init(&a, &promote_lanes);
 			a2_bind(&a, 1, TEXTOID, call.session);
 			a2_bind(&a, 2, TEXTARRAYOID, a2_text_array(lanes, nlanes));
-			if (a2_exec_latest(&a, SPI_OK_UPDATE) > 0)
-			{
-				/* work became claimable: wake listeners as an append would */
-				a2_args_init(&a, &max_index);
-				a2_bind(&a, 1, TEXTOID, call.session);
-				a2_exec_latest(&a, SPI_OK_SELECT);
-				a2_notify_session(args->session_id, a2_col_int64(0, 1));
-			}
+			a2_exec_latest(&a, SPI_OK_UPDATE);
 		}
 
 		a2_args_init(&a, &release_pins);
 		a2_bind(&a, 1, TEXTOID, call.session);
 		a2_bind(&a, 2, INT8ARRAYOID, target_array);
 		a2_exec_latest(&a, SPI_OK_DELETE);
+
+		/*
+		 * The session changed (and a lane may have work again): wake
+		 * listeners as a redrive does, with the session's greatest index.
+		 */
+		a2_args_init(&a, &max_index);
+		a2_bind(&a, 1, TEXTOID, call.session);
+		a2_exec_latest(&a, SPI_OK_SELECT);
+		a2_notify_session(args->session_id, a2_col_int64(0, 1));
 	}
 
 	a2j_begin_object(&js, NULL);
