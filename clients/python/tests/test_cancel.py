@@ -95,7 +95,7 @@ class CancelTest(unittest.TestCase):
             with self.assertRaises(InvalidPayloadError):
                 self.store.cancel(s, indexes, reason)
         with self.assertRaises(InvalidPayloadError):
-            self.store.cancel(s, "12")  # a string is not a list of indexes
+            self.store.cancel(s, "12")  # type: ignore[arg-type]  # a string is not a list of indexes
         with self.assertRaises(NotFoundError):
             self.store.cancel(s, [1, 2])
         self.assertIsNone(self.store.read(s)[0].cancelled_at)
