@@ -26,7 +26,7 @@ DATA_built += $(PREPARE_SCRIPT)
 DATA = $(sort $(wildcard src/sql/upgrade/$(EXTENSION)--*.sql))
 
 # pg_regress: readable end-to-end examples, one file per operation
-REGRESS = clock append read claim renew complete fail snapshots state presence \
+REGRESS = clock append read claim renew complete fail cancel snapshots state presence \
 	unknown_keys redrive claim_next inspect metrics retire reentrancy scheduling cron schedules \
 	statements failures
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)

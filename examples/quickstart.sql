@@ -260,3 +260,23 @@ SELECT e->>'index' AS index, e->>'id' AS id, e->>'createdAt' AS created_at
   FROM jsonb_array_elements(a2_read('reports', 0)) e;
 SELECT a2_unschedule('hourly-report') AS unscheduled;
 COMMIT;
+
+\echo '== 22. Cancel: the customer withdraws order-47; the worker holding it is superseded, the lane moves on'
+\o /dev/null
+SET a2.now = '2026-01-01T14:00:00.000Z';
+\o
+SELECT jsonb_path_query_array(a2_append('order-47', '[
+    {"id": "o47-pack", "type": "order.pack", "lane": "warehouse"},
+    {"id": "o47-ship", "type": "order.ship", "lane": "warehouse"},
+    {"id": "o47-audit", "type": "order.audit", "lane": "warehouse"}
+  ]'), '$.events[*].index') AS appended;
+SELECT jsonb_path_query_array(a2_claim('order-47', 'worker-1', 30000), '$.events[*].index') AS claimed;
+\echo '   cancel packing (leased by worker-1) and shipping, with a reason'
+SELECT e->>'index' AS index, e->>'type' AS type, e->>'cancelledAt' AS cancelled_at, e->>'cancelReason' AS reason
+  FROM jsonb_array_elements(a2_cancel('order-47', '{1,2}', 'customer withdrew the order')->'cancelled') e;
+\echo '   worker-1 finishes packing too late: superseded, nothing written; cancelling again changes nothing'
+SELECT a2_complete('order-47', 1, 1)->>'outcome' AS complete, a2_cancel('order-47', '{1,2}') AS again;
+\echo '   the lane moved past both: the audit event is claimable'
+SELECT jsonb_path_query_array(a2_claim('order-47', 'worker-1', 30000), '$.events[*].index') AS claimed;
+SELECT s->>'cancelledCount' AS cancelled, s->>'pendingCount' AS pending
+  FROM jsonb_array_elements(a2_list_sessions('order-47')->'sessions') s;

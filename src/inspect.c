@@ -72,7 +72,7 @@ static A2Statement bytewise_ids = {
  * for a first page (start = prefix, or '' which sorts first everywhere)
  * and > after a cursor.
  */
-#define LIST_SESSIONS_SQL(first_op) \
+#define LIST_SESSIONS_SQL(first_op, failed, cancelled) \
 	"WITH RECURSIVE walk(sid) AS (" \
 	"  SELECT (SELECT e.session_id FROM @extschema@.a2_events e" \
 	"           WHERE e.session_id " first_op " $1 ORDER BY e.session_id LIMIT 1)" \
@@ -88,17 +88,18 @@ static A2Statement bytewise_ids = {
 	"   LIMIT $3" \
 	")" \
 	" SELECT p.sid AS session_id, a.event_count, a.pending_count, a.failed_count," \
-	"        a.attempt_count, a.failure_count, a.first_event_at, a.updated_at" \
+	"        a.attempt_count, a.failure_count, a.first_event_at, a.updated_at, a.cancelled_count" \
 	"   FROM page p CROSS JOIN LATERAL (" \
 	"     SELECT pg_catalog.count(*) AS event_count," \
 	"            pg_catalog.count(*) FILTER (WHERE e.processed_at IS NULL" \
 	"                                 AND e.failed_at IS NULL) AS pending_count," \
-	"            pg_catalog.count(*) FILTER (WHERE e.failed_at IS NOT NULL) AS failed_count," \
+	"            pg_catalog.count(*) FILTER (WHERE " failed ") AS failed_count," \
 	"            COALESCE(pg_catalog.sum(e.attempt_count), 0)::pg_catalog.int8 AS attempt_count," \
 	"            COALESCE(pg_catalog.sum(e.failure_count), 0)::pg_catalog.int8 AS failure_count," \
 	"            pg_catalog.min(e.created_at) AS first_event_at," \
 	"            pg_catalog.max(GREATEST(e.created_at, e.first_claimed_at, e.last_claimed_at," \
-	"                                    e.last_failed_at, e.processed_at, e.failed_at)) AS updated_at" \
+	"                                    e.last_failed_at, e.processed_at, e.failed_at)) AS updated_at," \
+	"            " cancelled " AS cancelled_count" \
 	"       FROM @extschema@.a2_events e WHERE e.session_id OPERATOR(pg_catalog.=) p.sid) a" \
 	"  ORDER BY p.sid"
 
@@ -109,15 +110,16 @@ static A2Statement bytewise_ids = {
  * the coordinator merges the shards' pages in session-id order.  Each
  * shard reads the events of its first $3 matching sessions.
  */
-#define LIST_SESSIONS_DIST_SQL(first_op) \
+#define LIST_SESSIONS_DIST_SQL(first_op, failed, cancelled) \
 	"SELECT e.session_id, pg_catalog.count(*) AS event_count," \
 	"       pg_catalog.count(*) FILTER (WHERE e.processed_at IS NULL AND e.failed_at IS NULL) AS pending_count," \
-	"       pg_catalog.count(*) FILTER (WHERE e.failed_at IS NOT NULL) AS failed_count," \
+	"       pg_catalog.count(*) FILTER (WHERE " failed ") AS failed_count," \
 	"       COALESCE(pg_catalog.sum(e.attempt_count), 0)::pg_catalog.int8 AS attempt_count," \
 	"       COALESCE(pg_catalog.sum(e.failure_count), 0)::pg_catalog.int8 AS failure_count," \
 	"       pg_catalog.min(e.created_at) AS first_event_at," \
 	"       pg_catalog.max(GREATEST(e.created_at, e.first_claimed_at, e.last_claimed_at," \
-	"                               e.last_failed_at, e.processed_at, e.failed_at)) AS updated_at" \
+	"                               e.last_failed_at, e.processed_at, e.failed_at)) AS updated_at," \
+	"       " cancelled " AS cancelled_count" \
 	"  FROM @extschema@.a2_events e" \
 	" WHERE e.session_id " first_op " $1 AND pg_catalog.starts_with(e.session_id, $2)" \
 	"   AND $4 IS NOT NULL" \
@@ -132,12 +134,23 @@ enum
 	LIST_ATTEMPT_COUNT,
 	LIST_FAILURE_COUNT,
 	LIST_FIRST_EVENT_AT,
-	LIST_UPDATED_AT
+	LIST_UPDATED_AT,
+	LIST_CANCELLED_COUNT
 };
+
+/*
+ * Cancelled events (a2_cancel, 0.4.0); none on older objects.  A cancelled
+ * dead letter keeps its failed_at but is no longer counted as failed.
+ */
+#define FAILED_V1 "e.failed_at IS NOT NULL"
+#define CANCELLED_V1 "0::pg_catalog.int8"
+#define FAILED_V4 "e.failed_at IS NOT NULL AND e.cancelled_at IS NULL"
+#define CANCELLED_V4 "pg_catalog.count(*) FILTER (WHERE e.cancelled_at IS NOT NULL)"
 
 #define LIST_SESSIONS_PARAMS \
 	.columns = A2_COLUMNS("session_id", "event_count", "pending_count", "failed_count", \
-						  "attempt_count", "failure_count", "first_event_at", "updated_at"), \
+						  "attempt_count", "failure_count", "first_event_at", "updated_at", \
+						  "cancelled_count"), \
 	.nparams = 4, \
 	.params = {A2_PARAM("start", TEXTOID), A2_PARAM("prefix", TEXTOID), \
 	A2_PARAM("rows", INT8OID), A2_PARAM("bytewise", BOOLOID)}
@@ -146,9 +159,13 @@ static A2Statement list_first = {
 	.name = "inspect.list_first",
 	.texts = {
 		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1,
-				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>=)")),
+				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>=)", FAILED_V1, CANCELLED_V1)),
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>=)", FAILED_V4, CANCELLED_V4)),
 		A2_TEXT(A2_ROUTED, A2_OBJECTS_0_1,
-				LIST_SESSIONS_DIST_SQL("OPERATOR(pg_catalog.>=)")),
+				LIST_SESSIONS_DIST_SQL("OPERATOR(pg_catalog.>=)", FAILED_V1, CANCELLED_V1)),
+		A2_TEXT(A2_ROUTED, A2_OBJECTS_0_4,
+				LIST_SESSIONS_DIST_SQL("OPERATOR(pg_catalog.>=)", FAILED_V4, CANCELLED_V4)),
 	},
 	LIST_SESSIONS_PARAMS
 };
@@ -157,9 +174,13 @@ static A2Statement list_after = {
 	.name = "inspect.list_after",
 	.texts = {
 		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1,
-				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>)")),
+				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>)", FAILED_V1, CANCELLED_V1)),
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>)", FAILED_V4, CANCELLED_V4)),
 		A2_TEXT(A2_ROUTED, A2_OBJECTS_0_1,
-				LIST_SESSIONS_DIST_SQL("OPERATOR(pg_catalog.>)")),
+				LIST_SESSIONS_DIST_SQL("OPERATOR(pg_catalog.>)", FAILED_V1, CANCELLED_V1)),
+		A2_TEXT(A2_ROUTED, A2_OBJECTS_0_4,
+				LIST_SESSIONS_DIST_SQL("OPERATOR(pg_catalog.>)", FAILED_V4, CANCELLED_V4)),
 	},
 	LIST_SESSIONS_PARAMS
 };
@@ -245,6 +266,7 @@ list_sessions(const char *prefix, const char *cursor, int max_sessions)
 		a2j_int(&js, "failureCount", a2_col_int64(r, LIST_FAILURE_COUNT));
 		a2j_iso(&js, "firstEventAt", a2_col_int64(r, LIST_FIRST_EVENT_AT));
 		a2j_iso(&js, "updatedAt", a2_col_int64(r, LIST_UPDATED_AT));
+		a2j_int(&js, "cancelledCount", a2_col_int64(r, LIST_CANCELLED_COUNT));
 		a2j_end_object(&js);
 	}
 	a2j_end_array(&js);

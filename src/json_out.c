@@ -338,6 +338,9 @@ static const struct
 	{"claimExpiresAt", A2C_CLAIM_EXPIRES_AT, COL_ISO, true},
 	/* only when set, so unscheduled events keep the reference shape */
 	{"notBefore", A2C_NOT_BEFORE, COL_ISO, true},
+	/* only for a cancelled event (a2_cancel, docs/json.md) */
+	{"cancelledAt", A2C_CANCELLED_AT, COL_ISO, true},
+	{"cancelReason", A2C_CANCEL_REASON, COL_TEXT, true},
 };
 
 void
@@ -400,7 +403,9 @@ a2j_stored_event(A2Json *js, const char *key, const A2StoredEvent *ev, bool full
 			continue;
 		if (!ev->present[col])
 		{
-			if (col != A2C_NOT_BEFORE)
+			/* absent, not null: an event never scheduled or cancelled keeps its older shape */
+			if (col != A2C_NOT_BEFORE && col != A2C_CANCELLED_AT &&
+				(col != A2C_CANCEL_REASON || ev->present[A2C_CANCELLED_AT]))
 				a2j_null(js, k);
 			continue;
 		}

@@ -10,7 +10,9 @@
  *	  their lane, and the oldest eligible event's createdAt and age.  All
  *	  come from one pass over the rows with processed_at IS NULL, which the
  *	  a2_events_unprocessed partial index finds without touching processed
- *	  rows.
+ *	  rows.  Cancelled events (0.4.0) are finished rows, so they are not in
+ *	  that pass: they are counted apart, through the partial index
+ *	  a2_events_cancelled, which holds nothing else.
  *
  *	  From 0.4.0's objects on, also the recurring schedules (a2_schedules):
  *	  how many, the next tick of an active one and the last tick fired.
@@ -44,11 +46,15 @@
 
 PG_FUNCTION_INFO_V1(a2_metrics);
 
-/* 0.3.0 adds scheduled_events and earliest_due_at after the 0.2.0 columns */
+/*
+ * 0.3.0 adds scheduled_events and earliest_due_at after the 0.2.0 columns,
+ * 0.4.0 cancelled_events after those.
+ */
 #define METRIC_COLUMNS_V2 12
 #define METRIC_COLUMNS_V3 14
-/* 0.4.0 adds schedules, next_tick_at and last_tick_at (a2_schedules) */
-#define METRIC_COLUMNS 17
+/* 0.4.0 adds schedules, next_tick_at, last_tick_at (a2_schedules), then
+ * cancelled_events */
+#define METRIC_COLUMNS 18
 
 /* $1 now (epoch ms), $2 a2_events' OID */
 /*
@@ -110,7 +116,24 @@ static A2Statement schedule_gauges = {
 	.columns = A2_COLUMNS("schedules", "next_tick_at", "last_tick_at")
 };
 
-A2_STATEMENT_GROUP(metrics, &gauges, &schedule_gauges);
+
+/*
+ * Cancelled events still stored (a2_cancel, 0.4.0): a count over the
+ * partial index a2_events_cancelled, which holds only cancelled rows, so
+ * it costs in proportion to them and nothing while nothing is cancelled.
+ */
+static A2Statement cancelled = {
+	.name = "metrics.cancelled",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4,
+				"SELECT pg_catalog.count(*) AS cancelled_events FROM @extschema@.a2_events e"
+				" WHERE e.cancelled_at IS NOT NULL"),
+	},
+	.nparams = 0,
+	.columns = A2_COLUMNS("cancelled_events")
+};
+
+A2_STATEMENT_GROUP(metrics, &gauges, &schedule_gauges, &cancelled);
 
 Datum
 a2_metrics(PG_FUNCTION_ARGS)
@@ -125,9 +148,10 @@ a2_metrics(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "a2_metrics must be declared with OUT parameters");
-	/* an older declaration until ALTER EXTENSION a2 UPDATE: its 12 or 14 columns */
+	/* an older declaration until ALTER EXTENSION a2 UPDATE: its columns */
 	ncols = desc->natts;
-	if (ncols != METRIC_COLUMNS && ncols != METRIC_COLUMNS_V3 && ncols != METRIC_COLUMNS_V2)
+	if (ncols != METRIC_COLUMNS && ncols != METRIC_COLUMNS_V3 &&
+		ncols != METRIC_COLUMNS_V2)
 		elog(ERROR, "a2_metrics is declared with %d columns, expected %d",
 			 desc->natts, METRIC_COLUMNS);
 	desc = BlessTupleDesc(desc);
@@ -147,8 +171,12 @@ a2_metrics(PG_FUNCTION_ARGS)
 		a2_args_init(&a, &schedule_gauges);
 		if (a2_exec(&a, true, SPI_OK_SELECT) != 1)
 			elog(ERROR, "a2_metrics: expected one row");
-		for (int i = METRIC_COLUMNS_V3; i < ncols; i++)
+		for (int i = METRIC_COLUMNS_V3; i < METRIC_COLUMNS - 1; i++)
 			values[i] = a2_col(0, i - METRIC_COLUMNS_V3 + 1, &nulls[i]);
+		a2_args_init(&a, &cancelled);
+		if (a2_exec(&a, true, SPI_OK_SELECT) != 1)
+			elog(ERROR, "a2_metrics: expected one row of cancelled events");
+		values[METRIC_COLUMNS - 1] = a2_col(0, 1, &nulls[METRIC_COLUMNS - 1]);
 	}
 	a2_call_end(&call);
 

@@ -17,7 +17,9 @@
  *	  last_failed_at) is "already_redriven": a second redrive writes
  *	  nothing and succeeds.  Any other event that is not dead-lettered
  *	  (processed, or unfinished and never dead-lettered since its last
- *	  redrive) is refused with Z2004 (ERRCODE_A2_NOT_DEAD_LETTERED).
+ *	  redrive) is refused with Z2004 (ERRCODE_A2_NOT_DEAD_LETTERED).  So is
+ *	  a cancelled event (a2_cancel, src/cancel.c): cancelled is terminal,
+ *	  and a redrive never revives it.
  *
  *	  Lock order: the session lock first, then the event rows in index
  *	  order (FOR UPDATE).  A redrive that changed something notifies like
@@ -60,7 +62,8 @@ static A2Statement lock_event = {
 	.name = "redrive.lock_event",
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, LOCK_EVENT_SQL(A2_EVENT_COLUMNS_0_1)),
-		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3, LOCK_EVENT_SQL(A2_EVENT_COLUMNS)),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3, LOCK_EVENT_SQL(A2_EVENT_COLUMNS_0_3)),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_4, LOCK_EVENT_SQL(A2_EVENT_COLUMNS)),
 	},
 	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID)},
 	.session_param = 1, .columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES, "redriven")
@@ -98,7 +101,7 @@ static A2Statement redrive_listed = {
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, REDRIVE_LISTED_SQL("", A2_EVENT_COLUMNS_0_1)),
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3,
-				REDRIVE_LISTED_SQL(", not_before = NULL", A2_EVENT_COLUMNS)),
+				REDRIVE_LISTED_SQL(", not_before = NULL", A2_EVENT_COLUMNS_0_3)),
 	},
 	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("indexes", INT8ARRAYOID)},
 	.session_param = 1, .columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES)
@@ -146,12 +149,15 @@ redrive_events(const char *session_id, int64 *indexes, int count,
 }
 
 static void
-not_dead_lettered(const char *session_id, int64 index, bool processed)
+not_dead_lettered(const char *session_id, int64 index, bool processed,
+				  bool cancelled)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_A2_NOT_DEAD_LETTERED),
 			 errmsg("event %lld of session \"%s\" is not dead-lettered",
 					(long long) index, session_id),
+			 cancelled ?
+			 errdetail("The event is cancelled; a cancelled event is never redriven.") :
 			 processed ?
 			 errdetail("The event is processed.") :
 			 errdetail("The event is unfinished and has not been dead-lettered since it was appended or last redriven."),
@@ -166,7 +172,8 @@ redrive_one(const char *session_id, int64 index)
 	A2Args		a;
 	bool		isnull;
 	bool		processed,
-				dead;
+				dead,
+				cancelled;
 	SPITupleTable *row;
 	Jsonb	   *result;
 
@@ -184,6 +191,8 @@ redrive_one(const char *session_id, int64 index)
 	processed = !isnull;
 	(void) a2_col(0, A2C_FAILED_AT, &isnull);
 	dead = !isnull;
+	(void) a2_col(0, A2C_CANCELLED_AT, &isnull);
+	cancelled = !isnull;
 	row = SPI_tuptable;
 
 	a2j_begin_object(&js, NULL);
@@ -197,7 +206,7 @@ redrive_one(const char *session_id, int64 index)
 	else if (!processed && a2_col_bool(0, COL_REDRIVEN))
 		a2j_string(&js, "outcome", "already_redriven");
 	else
-		not_dead_lettered(session_id, index, processed);
+		not_dead_lettered(session_id, index, processed, cancelled);
 	a2j_event_row(&js, "event", row->vals[0], row->tupdesc, true);
 	result = a2j_finish(a2j_end_object(&js), call.caller);
 	a2_call_end(&call);

@@ -7,7 +7,8 @@
  *	  A listed {index, attempt} is renewed when the event is unprocessed,
  *	  not dead-lettered, at that attempt, held by `holder` and its lease has
  *	  not expired; otherwise it is superseded when the event has moved to a
- *	  later attempt, and in neither list in every other case.  The listed
+ *	  later attempt or was cancelled (a2_cancel) at this attempt, and in
+ *	  neither list in every other case.  The listed
  *	  rows are locked in index order (row locks only, no session lock) so
  *	  the decision and the update see the same row version.
  *
@@ -44,25 +45,31 @@ enum
 {
 	LOCK_LISTED_IDX = 1,
 	LOCK_LISTED_ATTEMPT_COUNT,
-	LOCK_LISTED_RENEWABLE
+	LOCK_LISTED_RENEWABLE,
+	LOCK_LISTED_CANCELLED
 };
+
+/* `cancelled`: 0.4.0's a2_cancel (objects without cancelled_at: false) */
+#define LOCK_LISTED_SQL(cancelled) \
+	"SELECT e.idx, e.attempt_count," \
+	"       e.processed_at IS NULL AND e.failed_at IS NULL" \
+	"       AND e.claim_holder OPERATOR(pg_catalog.=) $3" \
+	"       AND e.claim_expires_at OPERATOR(pg_catalog.>) $4 AS renewable," \
+	"       " cancelled " AS cancelled" \
+	"  FROM @extschema@.a2_events e" \
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)" \
+	" ORDER BY e.idx FOR UPDATE"
 
 static A2Statement lock_listed = {
 	.name = "renew.lock_listed",
 	.texts = {
-		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
-				"SELECT e.idx, e.attempt_count,"
-				"       e.processed_at IS NULL AND e.failed_at IS NULL"
-				"       AND e.claim_holder OPERATOR(pg_catalog.=) $3"
-				"       AND e.claim_expires_at OPERATOR(pg_catalog.>) $4 AS renewable"
-				"  FROM @extschema@.a2_events e"
-				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) ANY ($2)"
-				" ORDER BY e.idx FOR UPDATE"),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, LOCK_LISTED_SQL("false")),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_4, LOCK_LISTED_SQL("e.cancelled_at IS NOT NULL")),
 	},
 	.nparams = 4,
 	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("indexes", INT8ARRAYOID),
 	A2_PARAM("holder", TEXTOID), A2_PARAM("now", INT8OID)},
-	.session_param = 1, .columns = A2_COLUMNS("idx", "attempt_count", "renewable")
+	.session_param = 1, .columns = A2_COLUMNS("idx", "attempt_count", "renewable", "cancelled")
 };
 
 static A2Statement extend_leases = {
@@ -135,7 +142,9 @@ renew_claims(RenewArgs *args)
 			k++;
 		if (a2_col_bool(r, LOCK_LISTED_RENEWABLE) && attempt_count == args->claims[k].attempt)
 			renewed[nrenewed++] = idx;
-		else if (attempt_count > args->claims[k].attempt)
+		else if (attempt_count > args->claims[k].attempt ||
+				 (attempt_count == args->claims[k].attempt &&
+				  a2_col_bool(r, LOCK_LISTED_CANCELLED)))
 			superseded[nsuperseded++] = idx;
 	}
 	if (nrenewed > 0)

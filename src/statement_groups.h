@@ -25,6 +25,7 @@
 	X(complete) \
 	X(fail) \
 	X(redrive) \
+	X(cancel) \
 	X(snapshots) \
 	X(snapshot_pins) \
 	X(presence) \

@@ -62,6 +62,7 @@ STATE_CODES = {
     'a2_complete': {DUP, NOT_FOUND},
     'a2_fail': {NOT_FOUND},
     'a2_redrive': {NOT_FOUND, NOT_DEAD},
+    'a2_cancel': {NOT_FOUND},
 }
 
 # Sessions setup.sql fills; CORRUPT_SESSION holds a row with an invalid cause.
@@ -776,6 +777,34 @@ class Gen:
     def f_redrive_session(self):
         return 'a2_redrive', [self.session_arg()], 1
 
+    def f_cancel(self):
+        v = self.pick([
+            (35, 'NULL::bigint[]'), (10, "'{}'::bigint[]"),
+            (35, lambda: "'{%d}'::bigint[]" % self.rng.choice([1, 2, 3, 5, 8, 12])),
+            (15, "'{1,2}'::bigint[]"), (5, "'{3,1,2}'::bigint[]"),
+        ])
+        indexes = Hole('indexes', SqlArg(v), [
+            bad(SqlArg("'{0}'::bigint[]"), INVAL, w=2),
+            bad(SqlArg("'{2,-1}'::bigint[]"), INVAL),
+            bad(SqlArg("'{-9223372036854775808}'::bigint[]"), INVAL),
+            bad(SqlArg("'{1,NULL}'::bigint[]"), NULL_CODE),
+            bad(SqlArg("'{1,1}'::bigint[]"), INVAL),
+            bad(SqlArg("'{{1,2},{3,4}}'::bigint[]"), INVAL),
+            bad(SqlArg("(SELECT array_agg(g) FROM generate_series(1::bigint, %d) g)" % (LIST_LIMIT + 1),
+                       '10001 indexes'), INVAL, w=0.5),
+            bad(SqlArg("'{1.5}'::bigint[]"), CAST),
+        ])
+        reason = self.pick([
+            (40, 'NULL::text'), (30, "'stop'::text"), (10, "''::text"),
+            (10, lambda: sql_text(self.weird_name())),
+            (5, "repeat('r', 1024)"),
+        ])
+        reason = Hole('reason', SqlArg(reason), [
+            bad(SqlArg("repeat('r', 1025)"), INVAL),
+            bad(SqlArg("repeat('é', 513)"), INVAL),
+        ])
+        return 'a2_cancel', [self.session_arg(), indexes, reason], 1
+
     def reducer_arg(self):
         return self.name_arg('reducer_name', ['r1', 'r1', 'r2'])
 
@@ -881,8 +910,8 @@ class Gen:
 
     FUNCS = ['f_append', 'f_read', 'f_claim', 'f_renew', 'f_complete', 'f_fail',
              'f_read_state', 'f_read_states', 'f_put_snapshots', 'f_presence_set',
-             'f_presence_read', 'f_claim_next', 'f_redrive', 'f_redrive_session']
-    WEIGHTS = [16, 8, 10, 8, 12, 10, 7, 7, 9, 9, 4, 6, 5, 2]
+             'f_presence_read', 'f_claim_next', 'f_redrive', 'f_redrive_session', 'f_cancel']
+    WEIGHTS = [16, 8, 10, 8, 12, 10, 7, 7, 9, 9, 4, 6, 5, 2, 3]
 
     # Parameter types, and whether each is required (SPEC 5, NULL).
     SIGNATURES = {
@@ -902,6 +931,7 @@ class Gen:
         'a2_claim_next': [('text', True), ('bigint', True), ('integer', True), ('timestamptz', False)],
         'a2_redrive': [('text', True), ('bigint', True)],
         'a2_redrive_session': [('text', True)],
+        'a2_cancel': [('text', True), ('bigint[]', False), ('text', False)],
     }
 
     def null_cases(self):

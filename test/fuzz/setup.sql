@@ -87,7 +87,18 @@ $$;
 CREATE FUNCTION a2_fuzz.stored_problem(e jsonb) RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-	IF a2_fuzz.keys(CASE WHEN jsonb_typeof(e) = 'object' THEN e - 'notBefore' ELSE e END) IS DISTINCT FROM
+	-- notBefore only when scheduled; cancelledAt and cancelReason (a2_cancel)
+	-- only on a cancelled event, together
+	IF jsonb_typeof(e) = 'object' AND (e ? 'cancelledAt') <> (e ? 'cancelReason') THEN
+		RETURN 'StoredEvent cancelledAt without cancelReason or the reverse';
+	END IF;
+	IF e ? 'cancelledAt' AND NOT (a2_fuzz.is_iso(e->'cancelledAt')
+								 AND e->'processedAt' = e->'cancelledAt'
+								 AND e->'processedByAttempt' = 'null'
+								 AND jsonb_typeof(e->'cancelReason') IN ('string', 'null')) THEN
+		RETURN 'StoredEvent cancelled ' || e::text;
+	END IF;
+	IF a2_fuzz.keys(CASE WHEN jsonb_typeof(e) = 'object' THEN e - 'notBefore' - 'cancelledAt' - 'cancelReason' ELSE e END) IS DISTINCT FROM
 	   'attemptCount,cause,claimExpiresAt,claimHolder,createdAt,failedAt,failureCount,firstClaimedAt,id,index,lane,lastClaimedAt,lastError,lastFailedAt,lastFailedAttempt,payload,processedAt,processedByAttempt,returnedEventIds,sessionId,type' THEN
 		RETURN 'StoredEvent keys ' || coalesce(a2_fuzz.keys(e), jsonb_typeof(e));
 	END IF;
@@ -300,6 +311,14 @@ BEGIN
 			RETURN 'redrive shape';
 		END IF;
 		RETURN a2_fuzz.stored_list_problem(jsonb_build_array(j->'event'));
+	WHEN 'a2_cancel' THEN
+		IF a2_fuzz.keys(j) IS DISTINCT FROM 'cancelled' THEN
+			RETURN 'cancel shape';
+		END IF;
+		IF EXISTS (SELECT 1 FROM jsonb_array_elements(j->'cancelled') e WHERE NOT e ? 'cancelledAt') THEN
+			RETURN 'cancel returned an event that is not cancelled';
+		END IF;
+		RETURN a2_fuzz.stored_list_problem(j->'cancelled');
 	WHEN 'a2_read_state' THEN
 		RETURN a2_fuzz.state_problem(j);
 	WHEN 'a2_read_states' THEN
@@ -398,7 +417,8 @@ BEGIN
 				END IF;
 				-- a redrive that put events back wakes listeners with the
 				-- session's greatest index
-				IF problem IS NULL AND c.fn = 'a2_redrive' AND w1 > w0 THEN
+				-- (a cancel that cancelled something too)
+				IF problem IS NULL AND c.fn IN ('a2_redrive', 'a2_cancel') AND w1 > w0 THEN
 					EXECUTE 'SELECT (' || c.args[1] || ')::text' INTO sess;
 					SELECT max(e.idx) INTO nidx FROM a2_events e WHERE e.session_id = sess;
 				END IF;

@@ -81,7 +81,7 @@ NOW = '2026-01-01T01:00:00.000Z'
 NOW_MS = 1767229200000				# NOW in epoch milliseconds
 LEVELS = {'rc': 'READ COMMITTED', 'rr': 'REPEATABLE READ', 'ser': 'SERIALIZABLE'}
 OPS = ['append', 'caused_append', 'claim', 'claim_next', 'renew', 'complete', 'fail',
-       'redrive', 'put_snapshots', 'read_state', 'presence_set', 'presence_read',
+       'redrive', 'cancel', 'put_snapshots', 'read_state', 'presence_set', 'presence_read',
        'drop_session']
 READERS = {'read_state', 'presence_read', 'claim_next'}
 SNAPSHOT_READS = {'read_state', 'presence_read'}
@@ -230,6 +230,8 @@ def op_sql(op, target, tx, skip=None):
 		return "SELECT a2_fail(%s, 1, %d, 'err', 2)" % (lit(s), a)
 	if op == 'redrive':
 		return 'SELECT a2_redrive(%s, 3)' % lit(s)
+	if op == 'cancel':				# event 1 (leased, stale) and the dead letter 3
+		return "SELECT a2_cancel(%s, '{1,3}', 'stop')" % lit(s)
 	if op == 'put_snapshots':
 		return "SELECT a2_put_snapshots(%s, 'r', %s)" % (
 			lit(s), jlit([{'index': 3, 'state': {'by': x}, 'pinEventIndexes': [1, 2]}]))

@@ -108,13 +108,28 @@ $q$ SELECT format('%s/%s processed_at %s, processed_by_attempt %s, attempt_count
 	 WHERE (processed_at IS NULL AND (processed_by_attempt IS NOT NULL
 									  OR returned_event_ids IS NOT NULL))
 		OR (processed_at IS NOT NULL AND processed_by_attempt IS NULL
-			AND (attempt_count <> 0 OR returned_event_ids IS NOT NULL))
+			AND (attempt_count <> 0 OR returned_event_ids IS NOT NULL)
+			AND (to_jsonb(a2_events) ->> 'cancelled_at') IS NULL)
 		OR (processed_by_attempt IS NOT NULL AND returned_event_ids IS NULL) $q$);
+
+-- a2_cancel (0.4.0): a cancelled event is finished by no attempt, at its
+-- cancel time, and never completed afterwards.  Read through to_jsonb so
+-- that the check runs on objects without the column too.
+SELECT pg_temp.check_invariant('never a cancelled event processed (no attempt, no children, processed at the cancel)',
+$q$ SELECT format('%s/%s cancelled_at %s, processed_at %s, processed_by_attempt %s, returned %s',
+				  session_id, idx, to_jsonb(a2_events) ->> 'cancelled_at', processed_at,
+				  processed_by_attempt, returned_event_ids)
+	  FROM a2_events
+	 WHERE (to_jsonb(a2_events) ->> 'cancelled_at') IS NOT NULL
+	   AND (processed_by_attempt IS NOT NULL OR returned_event_ids IS NOT NULL
+			OR processed_at IS DISTINCT FROM (to_jsonb(a2_events) ->> 'cancelled_at')::bigint) $q$);
 
 SELECT pg_temp.check_invariant('no event both processed and dead-lettered',
 $q$ SELECT format('%s/%s processed_at %s, failed_at %s', session_id, idx, processed_at, failed_at)
 	  FROM a2_events
-	 WHERE processed_at IS NOT NULL AND failed_at IS NOT NULL $q$);
+	 WHERE processed_at IS NOT NULL AND failed_at IS NOT NULL
+	   -- a cancelled dead letter keeps its failed_at (docs/semantics.md, "Cancel")
+	   AND (to_jsonb(a2_events) ->> 'cancelled_at') IS NULL $q$);
 
 SELECT pg_temp.check_invariant('finished events hold no lease; lease fields go together',
 $q$ SELECT format('%s/%s processed_at %s, failed_at %s, holder %s, expires %s', session_id, idx,
@@ -326,6 +341,18 @@ $q$ SELECT format('%s/%s redriven at attempt %s; stored: attempts %s, failed_at 
 		OR e.attempt_count < r.attempt
 		OR (e.failed_at IS NOT NULL AND e.last_failed_attempt <= r.attempt) $q$);
 
+-- A cancel a client saw commit stays: the event is cancelled (or its
+-- session was dropped since).
+SELECT pg_temp.check_invariant('cancels a client saw are stored',
+$q$ SELECT format('%s/%s cancelled; stored: %s', x.session_id, x.idx,
+				  COALESCE(to_jsonb(e)::text, 'no row'))
+	  FROM stress_cancels x
+	  LEFT JOIN a2_events e ON e.session_id = x.session_id AND e.idx = x.idx
+	 WHERE CASE WHEN e.idx IS NULL
+				THEN x.idx > COALESCE((SELECT r.last_index FROM a2_retired_sessions r
+									   WHERE r.session_id = x.session_id), 0)
+				ELSE (to_jsonb(e) ->> 'cancelled_at') IS NULL END $q$);
+
 \if :have_retire
 SELECT pg_temp.check_invariant('retire: every event a client saw appended is stored where it saw it, or was dropped',
 $q$ SELECT format('%s seen at %s/%s, stored %s, mark %s', s.event_id, s.session_id, s.idx,
@@ -375,8 +402,10 @@ $q$ SELECT format('%s/%s logged completed by attempt %s, stored processed by %s'
 SELECT count(DISTINCT session_id) AS sessions,
 	   count(*) AS events,
 	   count(*) FILTER (WHERE processed_by_attempt IS NOT NULL) AS completed,
-	   count(*) FILTER (WHERE processed_at IS NOT NULL AND processed_by_attempt IS NULL) AS settled,
-	   count(*) FILTER (WHERE failed_at IS NOT NULL) AS dead_lettered,
+	   count(*) FILTER (WHERE processed_at IS NOT NULL AND processed_by_attempt IS NULL
+						  AND (to_jsonb(a2_events) ->> 'cancelled_at') IS NULL) AS settled,
+	   count(*) FILTER (WHERE (to_jsonb(a2_events) ->> 'cancelled_at') IS NOT NULL) AS cancelled,
+	   count(*) FILTER (WHERE failed_at IS NOT NULL AND processed_at IS NULL) AS dead_lettered,
 	   count(*) FILTER (WHERE processed_at IS NULL AND failed_at IS NULL) AS unfinished,
 	   COALESCE(sum(attempt_count), 0) AS attempts,
 	   (SELECT count(*) FROM a2_snapshots) AS heads,

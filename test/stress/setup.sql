@@ -93,6 +93,13 @@ CREATE TABLE stress_claims (
 );
 CREATE INDEX stress_claims_client_seq ON stress_claims (client, seq);
 
+-- Events a client saw a2_cancel cancel (commit).
+CREATE TABLE stress_cancels (
+	session_id	text	NOT NULL,
+	idx			bigint	NOT NULL,
+	PRIMARY KEY (session_id, idx)
+);
+
 -- Batches a client appended, for exact replays and duplicate-id probes.
 CREATE TABLE stress_batches (
 	seq			bigserial PRIMARY KEY,
@@ -417,6 +424,13 @@ LANGUAGE sql AS $$
 	SELECT attempt_count FROM a2_events WHERE session_id = sess AND idx = i;
 $$;
 
+-- Whether a2_cancel cancelled the event (read like stress_attempt_count):
+-- its live attempt is superseded without a later claim.
+CREATE FUNCTION stress_cancelled(sess text, i bigint) RETURNS boolean
+LANGUAGE sql AS $$
+	SELECT cancelled_at IS NOT NULL FROM a2_events WHERE session_id = sess AND idx = i;
+$$;
+
 -- A completion the client saw commit.
 CREATE FUNCTION stress_check_completed(c integer, cl stress_claims,
 									   children jsonb, res jsonb)
@@ -478,7 +492,8 @@ BEGIN
 			PERFORM stress_count(c, 'complete', 'completed');
 		ELSIF res->>'outcome' = 'superseded' THEN
 			-- only a later claim supersedes an attempt nobody else knows
-			IF stress_attempt_count(cl.session_id, cl.idx) <= cl.attempt THEN
+			IF stress_attempt_count(cl.session_id, cl.idx) <= cl.attempt
+			   AND NOT stress_cancelled(cl.session_id, cl.idx) THEN
 				PERFORM stress_fail(format('%s/%s attempt %s: superseded but still current',
 										   cl.session_id, cl.idx, cl.attempt));
 			END IF;
@@ -512,7 +527,8 @@ BEGIN
 				VALUES (cl.session_id, cl.idx, cl.attempt, 'dead_lettered');
 			END IF;
 		WHEN 'superseded' THEN
-			IF stress_attempt_count(cl.session_id, cl.idx) <= cl.attempt THEN
+			IF stress_attempt_count(cl.session_id, cl.idx) <= cl.attempt
+			   AND NOT stress_cancelled(cl.session_id, cl.idx) THEN
 				PERFORM stress_fail(format('%s/%s attempt %s: fail superseded but still current',
 										   cl.session_id, cl.idx, cl.attempt));
 			END IF;
@@ -529,7 +545,8 @@ BEGIN
 		IF res->'renewed' = jsonb_build_array(cl.idx) AND res->'superseded' = '[]' THEN
 			PERFORM stress_count(c, 'renew', 'renewed');
 		ELSIF res->'superseded' = jsonb_build_array(cl.idx) AND res->'renewed' = '[]' THEN
-			IF stress_attempt_count(cl.session_id, cl.idx) <= cl.attempt THEN
+			IF stress_attempt_count(cl.session_id, cl.idx) <= cl.attempt
+			   AND NOT stress_cancelled(cl.session_id, cl.idx) THEN
 				PERFORM stress_fail(format('%s/%s attempt %s: renew superseded but still current',
 										   cl.session_id, cl.idx, cl.attempt));
 			END IF;
@@ -563,6 +580,11 @@ BEGIN
 			PERFORM stress_count(c, 'complete_after_append', 'completed');
 		ELSIF res->>'outcome' = 'superseded' AND NOT appended THEN
 			PERFORM stress_count(c, 'complete_after_append', 'superseded');
+		ELSIF res->>'outcome' = 'superseded' AND stress_cancelled(cl.session_id, cl.idx) THEN
+			-- the append fence checks the attempt only (as after a
+			-- completion): a cancelled event's attempt passes it, and its
+			-- completion is superseded (docs/semantics.md, "Cancel")
+			PERFORM stress_count(c, 'complete_after_append', 'cancelled');
 		ELSE
 			-- the append passed the fence and holds the row, so the attempt
 			-- is current and must complete; a refused one (Z2002) is never
@@ -917,4 +939,49 @@ BEGIN
 		VALUES (c, sess, (res->>'lastIndex')::bigint, true);
 		PERFORM stress_count(c, 'retire_drop', 'forced');
 	END IF;
+END $$;
+
+-- Cancel one unfinished event of the session (once in 30 calls all of them):
+-- what comes back is cancelled by no attempt at the cancel time, and a
+-- second cancel of the same event changes nothing.
+CREATE FUNCTION stress_cancel(c integer, s integer) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	sess text := stress_session(s);
+	target bigint;
+	res jsonb;
+	ev jsonb;
+BEGIN
+	SELECT e.idx INTO target FROM a2_events e
+	 WHERE e.session_id = sess AND e.processed_at IS NULL
+	 ORDER BY random() LIMIT 1;
+	BEGIN
+		IF random() < 0.03 THEN
+			res := a2_cancel(sess, NULL, 'stress: all');
+		ELSIF target IS NULL THEN
+			PERFORM stress_count(c, 'cancel', 'nothing unfinished');
+			RETURN;
+		ELSE
+			res := a2_cancel(sess, ARRAY[target], 'stress: c' || c);
+		END IF;
+	EXCEPTION WHEN SQLSTATE 'Z2003' THEN
+		-- the session was dropped since the event was picked
+		PERFORM stress_count(c, 'cancel', 'Z2003');
+		RETURN;
+	END;
+	FOR ev IN SELECT * FROM jsonb_array_elements(res->'cancelled') LOOP
+		IF ev->>'cancelledAt' IS NULL OR ev->>'processedAt' IS DISTINCT FROM ev->>'cancelledAt'
+		   OR ev->'processedByAttempt' <> 'null' OR ev->'returnedEventIds' <> 'null'
+		   OR ev->'claimHolder' <> 'null' OR ev->>'sessionId' IS DISTINCT FROM sess THEN
+			PERFORM stress_fail(format('cancel returned the event %s', ev));
+		END IF;
+		INSERT INTO stress_cancels (session_id, idx) VALUES (sess, (ev->>'index')::bigint);
+	END LOOP;
+	IF target IS NOT NULL AND random() < 0.3
+	   AND a2_cancel(sess, ARRAY[target], 'again')->'cancelled' <> '[]' THEN
+		PERFORM stress_fail(format('%s/%s: a second cancel cancelled again', sess, target));
+	END IF;
+	PERFORM stress_count(c, 'cancel', CASE WHEN res->'cancelled' = '[]' THEN 'finished already'
+										   WHEN target IS NULL OR jsonb_array_length(res->'cancelled') > 1
+										   THEN 'cancelled all' ELSE 'cancelled' END);
 END $$;

@@ -3,7 +3,7 @@
 # test/suites/45-matrix.sh: the generated isolation matrix (SPEC 7.2).
 #
 # Every ordered pair of a2 operations (append, caused append, claim,
-# claim_next, renew, complete, fail, redrive, put_snapshots, read_state,
+# claim_next, renew, complete, fail, redrive, cancel, put_snapshots, read_state,
 # presence set and read, drop_session) in two concurrent transactions, on
 # one session (each transaction optionally holding a claim first) and on
 # two sessions with crossing locks, under READ COMMITTED, REPEATABLE READ

@@ -429,6 +429,28 @@ SELECT a2_put_snapshots('up:s1', 'r', '[{"index":1,"state":"one","pinEventIndexe
 SELECT a2_complete('up:s1', 1, 1, '[{"id":"up:c1","type":"child"}]');
 SELECT a2_presence_set('up:ns', 'p', '{"a":1,"b":null}', '2026-06-01 00:00:00+00', 1, 3600000);
 SQL
+	# a2_cancel needs 0.4.0's columns: over older objects the library
+	# refuses it (0A000, hint ALTER EXTENSION a2 UPDATE) before writing.
+	# Those objects declare no a2_cancel, so the C function is bound here
+	# by hand, in a schema of its own, and dropped again.
+	if [[ $(printf '%s\n' "$from" 0.4.0 | sort -V | head -1) != 0.4.0 ]]; then
+		local refused
+		refused=$(psql -X -q -At -d "$db" 2>&1 <<SQL || true
+CREATE SCHEMA up_probe;
+CREATE FUNCTION up_probe.cancel(text, bigint[], text) RETURNS jsonb
+	AS '\$libdir/a2', 'a2_cancel' LANGUAGE C;
+\\set VERBOSITY verbose
+SELECT up_probe.cancel('up:s1', NULL, 'probe');
+DROP SCHEMA up_probe CASCADE;
+SQL
+)
+		check "$label: a2_cancel over $from objects is refused with 0A000 and a hint to update" \
+			grep -q 'ERROR:  0A000: a2_cancel needs the a2 0.4.0 tables' <<<"$refused"
+		check "$label: ... the refusal hints ALTER EXTENSION a2 UPDATE" \
+			grep -q 'HINT:  Run ALTER EXTENSION a2 UPDATE.' <<<"$refused"
+		check "$label: ... and the probe left nothing behind" \
+			test "$(psql_db "$db" -c "SELECT count(*) FROM pg_namespace WHERE nspname = 'up_probe'")" = 0
+	fi
 	# The rows as the old version's columns: an update may add columns
 	# (0.3.0 adds a2_events.not_before), which must not change the rows.
 	local event_cols rows_sql rows_before rows_after

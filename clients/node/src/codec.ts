@@ -131,7 +131,8 @@ export const toEvent = (v: unknown): Event => {
 }
 
 // A StoredEvent starts with the Event's fields, in the seed's key order;
-// notBefore (a2 0.3.0) comes last, and only when the server sent it.
+// notBefore (a2 0.3.0) comes last, and only when the server sent it; so do
+// cancelledAt and cancelReason (a2 0.4.0), only on a cancelled event.
 export const toStored = (v: unknown): StoredEvent => {
   const e = v as Json
   const stored: StoredEvent = {
@@ -156,6 +157,11 @@ export const toStored = (v: unknown): StoredEvent => {
     claimExpiresAt: dateOrNull(e['claimExpiresAt']),
   }
   if (e['notBefore'] !== null && e['notBefore'] !== undefined) stored.notBefore = date(e['notBefore'])
+  // cancelledAt and cancelReason (a2 0.4.0): only on a cancelled event
+  if (e['cancelledAt'] !== null && e['cancelledAt'] !== undefined) {
+    stored.cancelledAt = date(e['cancelledAt'])
+    stored.cancelReason = strOrNull(e['cancelReason'])
+  }
   return stored
 }
 

@@ -19,6 +19,7 @@ import type { Queryable, Statements } from './client.js'
 import { supersededError, toA2Error } from './errors.js'
 import type {
   A2CompleteResult,
+  A2Controls,
   A2FailResult,
   A2Store,
   Clock,
@@ -34,7 +35,7 @@ import type {
  * contract has it: a stale attempt's completion or failure resolves
  * `{ outcome: 'superseded' }` (README "Stale attempts").
  */
-export type A2ContractOperations = Omit<A2Store, 'stream'>
+export type A2ContractOperations = Omit<A2Store, 'stream'> & A2Controls
 
 /**
  * The strict form of the same calls: `completeAttempt` and `failAttempt`
@@ -43,7 +44,7 @@ export type A2ContractOperations = Omit<A2Store, 'stream'>
  * `store.transaction` hands its callback, and what the store's own calls
  * are with `superseded: 'throw'`. The narrower results still make an A2Store.
  */
-export type A2Operations = Omit<A2Store, 'stream' | 'completeAttempt' | 'failAttempt'> & {
+export type A2Operations = Omit<A2Store, 'stream' | 'completeAttempt' | 'failAttempt'> & A2Controls & {
   completeAttempt(options: StoreCompleteOptions): Promise<A2CompleteResult>
   failAttempt(options: StoreFailOptions): Promise<A2FailResult>
 }
@@ -192,6 +193,15 @@ export function operations(
         return { outcome: 'superseded', failureCount } satisfies StoreFailResult
       }
       return { outcome: r['outcome'], failureCount }
+    },
+
+    async cancel(sessionId, indexes, reason) {
+      const r = (await run('a2_cancel', ['$1::text', '$2::bigint[]', '$3::text'], () => [
+        sessionId,
+        indexes === undefined || indexes === null ? null : [...indexes],
+        reason ?? null,
+      ])) as Json
+      return (r['cancelled'] as unknown[]).map(toStored)
     },
 
     async readState(sessionId, reducerName, options) {

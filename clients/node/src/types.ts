@@ -45,6 +45,13 @@ export type StoredEvent = Event & {
    * the event has one, so events without it keep the seed's exact shape.
    */
   notBefore?: Date
+  /**
+   * a2 0.4.0 cancel: when a2_cancel cancelled the event (processedAt is the
+   * same time, processedByAttempt stays null). Present only on a cancelled
+   * event, with cancelReason (null when no reason was given).
+   */
+  cancelledAt?: Date
+  cancelReason?: string | null
 }
 
 /** One event to append. A missing id is generated. */
@@ -209,6 +216,18 @@ export type Clock = { now(): Date }
 
 /** The injectable id source for events appended without an id. */
 export type IdSource = () => string
+
+/** a2 0.4.0 calls beyond the store contract (docs/functions.md). */
+export interface A2Controls {
+  /**
+   * a2_cancel: cancel unfinished events of a session (pending, scheduled,
+   * leased or dead-lettered); every unfinished one when `indexes` is
+   * omitted or null. Resolves the events this call cancelled, in index
+   * order (none when they were finished already). A listed index without an
+   * event rejects with NOT_FOUND and cancels nothing.
+   */
+  cancel(sessionId: string, indexes?: readonly number[] | null, reason?: string | null): Promise<StoredEvent[]>
+}
 
 /** The store contract. */
 export interface A2Store {

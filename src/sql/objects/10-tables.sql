@@ -30,6 +30,8 @@ CREATE TABLE a2_events (
 	claim_holder			text,
 	claim_expires_at		bigint,
 	not_before				bigint,		-- 0.3.0
+	cancelled_at			bigint,		-- 0.4.0
+	cancel_reason			text,		-- 0.4.0
 	PRIMARY KEY (session_id, idx)
 )
 -- Autovacuum for the churn every claim and completion causes (no HOT
@@ -53,6 +55,13 @@ SELECT pg_catalog.pg_extension_config_dump('a2_events', '');
 -- written before 0.3.0.
 COMMENT ON COLUMN a2_events.not_before IS
 'Epoch milliseconds before which the event is not claimed (notBefore, or a failed attempt''s retry_after_ms backoff); NULL: claimable at once.';
+
+-- Cancel (docs/semantics.md, "Cancel"): a2_cancel sets processed_at and
+-- cancelled_at together and leaves processed_by_attempt NULL.
+COMMENT ON COLUMN a2_events.cancelled_at IS
+'Epoch milliseconds at which a2_cancel cancelled the event (processed_at holds the same time); NULL: not cancelled.';
+COMMENT ON COLUMN a2_events.cancel_reason IS
+'The reason given to a2_cancel, or NULL.';
 
 CREATE TABLE a2_snapshots (
 	session_id		text	NOT NULL,

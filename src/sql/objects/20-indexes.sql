@@ -48,5 +48,10 @@ CREATE INDEX a2_events_available
 CREATE INDEX a2_events_due ON a2_events (not_before)
 	WHERE not_before IS NOT NULL AND processed_at IS NULL AND failed_at IS NULL;
 
+-- Cancelled events (a2_cancel), for a2_metrics' cancelled_events: only
+-- cancelled rows are in it, so it costs nothing while nothing is cancelled.
+CREATE INDEX a2_events_cancelled ON a2_events (cancelled_at)
+	WHERE cancelled_at IS NOT NULL;
+
 CREATE INDEX a2_snapshot_pins_checkpoint
 	ON a2_snapshot_pins (session_id, reducer_name, up_to_index);

@@ -49,3 +49,16 @@ LANGUAGE C VOLATILE;
 
 COMMENT ON FUNCTION a2_fail(text, bigint, integer, text, integer, bigint) IS
 'Record a failed attempt and clear its lease; dead-letters the event at max_failures. With retry_after_ms > 0 a "failed" event is not claimed again before now + retry_after_ms. Returns {"outcome":"failed"|"dead_lettered"|"superseded","failureCount":n}.';
+
+-- Cancel (0.4.0, docs/semantics.md "Cancel"): terminal, distinct from
+-- processed and dead-lettered.  SECURITY INVOKER: a role needs UPDATE on
+-- a2_events (a2_grant_worker grants it).
+CREATE FUNCTION a2_cancel(session_id text,
+						  indexes bigint[] DEFAULT NULL,
+						  reason text DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'a2_cancel'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION a2_cancel(text, bigint[], text) IS
+'Cancel the listed unfinished events of a session (indexes NULL: every unfinished one: pending, scheduled, leased or dead-lettered); returns {"cancelled":[StoredEvent...]}, the events this call cancelled. A cancelled event is never claimed again; its live attempt is superseded; its lane advances. Idempotent: finished events are left alone. A listed index without an event is Z2003.';

@@ -9,7 +9,7 @@ AS 'MODULE_PATHNAME', 'a2_list_sessions'
 LANGUAGE C STABLE;
 
 COMMENT ON FUNCTION a2_list_sessions(text, text, integer) IS
-'A page of session summaries in session-id order: {"sessions": [{sessionId, eventCount, pendingCount, failedCount, attemptCount, failureCount, firstEventAt, updatedAt}], "cursor": text or null}. Pass cursor back for the next page; a page costs in proportion to the page.';
+'A page of session summaries in session-id order: {"sessions": [{sessionId, eventCount, pendingCount, failedCount, attemptCount, failureCount, firstEventAt, updatedAt, cancelledCount}], "cursor": text or null}. Pass cursor back for the next page; a page costs in proportion to the page.';
 
 CREATE FUNCTION a2_list_snapshots(session_id text,
 								  include_history boolean DEFAULT false)

@@ -20,7 +20,8 @@ CREATE FUNCTION a2_metrics(
 	OUT earliest_due_at timestamptz,
 	OUT schedules bigint,
 	OUT next_tick_at timestamptz,
-	OUT last_tick_at timestamptz)
+	OUT last_tick_at timestamptz,
+	OUT cancelled_events bigint)
 AS 'MODULE_PATHNAME', 'a2_metrics'
 LANGUAGE C STABLE SECURITY DEFINER
 SET search_path = pg_catalog
@@ -33,4 +34,4 @@ SET enable_seqscan = off
 SET jit = off;
 
 COMMENT ON FUNCTION a2_metrics() IS
-'Dispatch gauges, one row. Exact as of the caller''s snapshot and the store clock: sessions with eligible work, eligible events (due, expired leases included), leased events, expired leases not yet reclaimed, dead letters, events waiting behind their lane, oldest eligible event, scheduled events (not yet due) and the earliest due time; recurring schedules, the next tick of an active one and the last tick fired. Estimates from pg_stat: live rows, dead rows, rows inserted since the stats reset. Costs one pass over the unprocessed events.';
+'Dispatch gauges, one row. Exact as of the caller''s snapshot and the store clock: sessions with eligible work, eligible events (due, expired leases included), leased events, expired leases not yet reclaimed, dead letters, events waiting behind their lane, oldest eligible event, scheduled events (not yet due) and the earliest due time; recurring schedules, the next tick of an active one and the last tick fired; cancelled events still stored. Estimates from pg_stat: live rows, dead rows, rows inserted since the stats reset. Costs one pass over the unprocessed events and one over the cancelled ones (a2_events_cancelled).';

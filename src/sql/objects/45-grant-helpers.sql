@@ -35,7 +35,7 @@ COMMENT ON FUNCTION a2_grant_schema(text) IS
 'The schema of extension a2, quoted; raises 42501 unless the caller owns the extension (or is a member of its owner) or is a superuser.  Used by the grant helpers.';
 
 -- A worker: append, read, claim, renew, complete, fail, claim_next,
--- redrive, state, snapshots, presence, schedules.  Not: dropping sessions, metrics,
+-- redrive, cancel, state, snapshots, presence, schedules.  Not: dropping sessions, metrics,
 -- the notifier's status, DDL.  The lock tables are distributed mode's
 -- session and presence locks (row locks, hence UPDATE); in distributed mode
 -- routed appends also read a2_retired_sessions directly.
@@ -65,7 +65,7 @@ END
 $fn$;
 
 COMMENT ON FUNCTION a2_grant_worker(regrole) IS
-'Grant a role everything the worker protocol needs (append, read, claim, renew, complete, fail, claim_next, redrive, state, snapshots, presence, schedules), in single-node and distributed mode; idempotent.';
+'Grant a role everything the worker protocol needs (append, read, claim, renew, complete, fail, claim_next, redrive, cancel, state, snapshots, presence, schedules), in single-node and distributed mode; idempotent.';
 
 -- A monitoring role: a2_metrics, the notifier's status, and the
 -- inspection functions (a2_list_sessions, a2_list_snapshots), which read

@@ -600,7 +600,7 @@ END
 $fn$;
 
 COMMENT ON FUNCTION a2_grant_worker(regrole) IS
-'Grant a role everything the worker protocol needs (append, read, claim, renew, complete, fail, claim_next, redrive, state, snapshots, presence, schedules), in single-node and distributed mode; idempotent.';
+'Grant a role everything the worker protocol needs (append, read, claim, renew, complete, fail, claim_next, redrive, cancel, state, snapshots, presence, schedules), in single-node and distributed mode; idempotent.';
 
 CREATE OR REPLACE FUNCTION a2_grant_monitor(role regrole)
 RETURNS void
@@ -675,7 +675,8 @@ CREATE FUNCTION a2_metrics(
 	OUT earliest_due_at timestamptz,
 	OUT schedules bigint,
 	OUT next_tick_at timestamptz,
-	OUT last_tick_at timestamptz)
+	OUT last_tick_at timestamptz,
+	OUT cancelled_events bigint)
 AS 'MODULE_PATHNAME', 'a2_metrics'
 LANGUAGE C STABLE SECURITY DEFINER
 SET search_path = pg_catalog
@@ -688,7 +689,7 @@ SET enable_seqscan = off
 SET jit = off;
 
 COMMENT ON FUNCTION a2_metrics() IS
-'Dispatch gauges, one row. Exact as of the caller''s snapshot and the store clock: sessions with eligible work, eligible events (due, expired leases included), leased events, expired leases not yet reclaimed, dead letters, events waiting behind their lane, oldest eligible event, scheduled events (not yet due) and the earliest due time; recurring schedules, the next tick of an active one and the last tick fired. Estimates from pg_stat: live rows, dead rows, rows inserted since the stats reset. Costs one pass over the unprocessed events.';
+'Dispatch gauges, one row. Exact as of the caller''s snapshot and the store clock: sessions with eligible work, eligible events (due, expired leases included), leased events, expired leases not yet reclaimed, dead letters, events waiting behind their lane, oldest eligible event, scheduled events (not yet due) and the earliest due time; recurring schedules, the next tick of an active one and the last tick fired; cancelled events still stored. Estimates from pg_stat: live rows, dead rows, rows inserted since the stats reset. Costs one pass over the unprocessed events and one over the cancelled ones (a2_events_cancelled).';
 
 REVOKE ALL ON FUNCTION a2_metrics() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION a2_metrics() TO pg_monitor;
@@ -701,6 +702,39 @@ BEGIN
 	END LOOP;
 END
 $grants$;
+
+-- == cancel (issue 27, part 6) ============================================
+
+-- docs/semantics.md, "Cancel".  Nullable columns without a default: adding
+-- them rewrites nothing, and events never cancelled store no bytes in them.
+ALTER TABLE a2_events ADD COLUMN IF NOT EXISTS cancelled_at bigint;
+ALTER TABLE a2_events ADD COLUMN IF NOT EXISTS cancel_reason text;
+
+COMMENT ON COLUMN a2_events.cancelled_at IS
+'Epoch milliseconds at which a2_cancel cancelled the event (processed_at holds the same time); NULL: not cancelled.';
+COMMENT ON COLUMN a2_events.cancel_reason IS
+'The reason given to a2_cancel, or NULL.';
+
+-- Cancelled events, for a2_metrics' cancelled_events; empty after the
+-- update (no row is cancelled yet).
+CREATE INDEX IF NOT EXISTS a2_events_cancelled ON a2_events (cancelled_at)
+	WHERE cancelled_at IS NOT NULL;
+
+CREATE FUNCTION a2_cancel(session_id text,
+						  indexes bigint[] DEFAULT NULL,
+						  reason text DEFAULT NULL)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'a2_cancel'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION a2_cancel(text, bigint[], text) IS
+'Cancel the listed unfinished events of a session (indexes NULL: every unfinished one: pending, scheduled, leased or dead-lettered); returns {"cancelled":[StoredEvent...]}, the events this call cancelled. A cancelled event is never claimed again; its live attempt is superseded; its lane advances. Idempotent: finished events are left alone. A listed index without an event is Z2003.';
+
+COMMENT ON FUNCTION a2_list_sessions(text, text, integer) IS
+'A page of session summaries in session-id order: {"sessions": [{sessionId, eventCount, pendingCount, failedCount, attemptCount, failureCount, firstEventAt, updatedAt, cancelledCount}], "cursor": text or null}. Pass cursor back for the next page; a page costs in proportion to the page.';
+
+COMMENT ON FUNCTION a2_grant_worker(regrole) IS
+'Grant a role everything the worker protocol needs (append, read, claim, renew, complete, fail, claim_next, redrive, cancel, state, snapshots, presence, schedules), in single-node and distributed mode; idempotent.';
 
 -- == online preparation (issue 26; keep this section last) ==================
 

@@ -2,7 +2,7 @@
 -- override.
 --
 --  1. a2_grant_worker gives a role the whole worker protocol (append, read,
---     claim, renew, complete, fail, claim_next, redrive, state, snapshots,
+--     claim, renew, complete, fail, claim_next, redrive, cancel, state, snapshots,
 --     presence), and nothing else: no metrics, no notifier status, no
 --     dropping sessions, no direct deletes, no a2_retired_sessions.
 --  2. a2_grant_monitor gives metrics, the notifier's status and inspection,
@@ -28,7 +28,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS a2;
 
-SELECT plan(55);
+SELECT plan(57);
 
 CREATE ROLE regress_a2_gw;
 CREATE ROLE regress_a2_gm;
@@ -79,6 +79,8 @@ SELECT is(a2_read_state('g:s1', 'r')->'snapshot'->>'index', '1', 'worker: read_s
 SELECT is(jsonb_array_length(a2_read_states('[{"sessionId":"g:s1"}]', 'r')), 1, 'worker: read_states');
 SELECT lives_ok($$SELECT a2_presence_set('g:ns', 'p', '{"a":1}', '2026-04-01 00:00:00+00', 1, 60000)$$, 'worker: presence_set');
 SELECT is(jsonb_array_length(a2_presence_read('g:ns')), 1, 'worker: presence_read');
+SELECT is(jsonb_path_query_array(a2_cancel('g:s1', '{3}', 'grants'), '$.cancelled[*].index'), '[3]',
+		  'worker: cancel (0.4.0)');
 -- ... and nothing else
 SELECT throws_ok($$SELECT * FROM a2_metrics()$$, '42501', NULL, 'worker: no a2_metrics');
 SELECT throws_ok($$SELECT * FROM a2_notify_status()$$, '42501', NULL, 'worker: no a2_notify_status');
@@ -97,6 +99,7 @@ SELECT is(jsonb_array_length(a2_list_sessions('g:')->'sessions'), 2, 'monitor: a
 SELECT is(jsonb_array_length(a2_list_snapshots('g:s1')), 1, 'monitor: a2_list_snapshots');
 SELECT throws_ok($$SELECT a2_append('g:m', '[{"type":"a"}]')$$, '42501', NULL, 'monitor: cannot append');
 SELECT throws_ok($$SELECT a2_claim('g:s1', 'm', 1000)$$, '42501', NULL, 'monitor: cannot claim');
+SELECT throws_ok($$SELECT a2_cancel('g:s1')$$, '42501', NULL, 'monitor: cannot cancel');
 SELECT throws_ok($$SELECT a2_retired_last_index('g:dropped')$$, '42501', NULL, 'monitor: no a2_retired_last_index');
 RESET ROLE;
 

@@ -101,6 +101,16 @@ class AsyncOperations(AsyncScheduleOperations):
         """Redrive every dead letter of a session; returns them, in index order."""
         return await self._run(self._st.redrive_session(session_id))
 
+    async def cancel(self, session_id: str, indexes: Optional[Iterable[int]] = None,
+               reason: Optional[str] = None) -> List[StoredEvent]:
+        """Cancel unfinished events (``a2_cancel``, a2 0.4.0): the listed indexes, or every
+        unfinished event of the session when ``indexes`` is None. Returns the events this call
+        cancelled, in index order; finished ones are left alone, so a repeat returns []. A
+        cancelled event's live attempt is superseded; its lane moves on. A listed index
+        without an event raises NotFoundError and cancels nothing.
+        """
+        return await self._run(self._st.cancel(session_id, indexes, reason))
+
     # -- state ---------------------------------------------------------------
 
     async def read_state(self, session_id: str, reducer_name: str, *, through_index: Optional[int] = None,

@@ -185,6 +185,12 @@ class Statements:
     def redrive_session(self, session_id: str) -> Call[List[StoredEvent]]:
         return self.call("a2_redrive", ["%s::text"], [session_id], lambda r: c.stored_list(r["events"]))
 
+    def cancel(self, session_id: str, indexes: Optional[Iterable[int]],
+               reason: Optional[str]) -> Call[List[StoredEvent]]:
+        listed = None if indexes is None else [c.integer(i, "indexes[]") for i in c.listed(indexes, "indexes")]
+        return self.call("a2_cancel", ["%s::text", "%s::bigint[]", "%s::text"], [session_id, listed, reason],
+                         lambda r: c.stored_list(r["cancelled"]))
+
     # -- state -------------------------------------------------------------------
 
     def read_state(self, session_id: str, reducer_name: str, through_index: Optional[int],

@@ -264,6 +264,8 @@ def to_stored(e: Json) -> StoredEvent:
         claim_holder=e.get("claimHolder"),
         claim_expires_at=when_or_none(e.get("claimExpiresAt")),
         not_before=when_or_none(e.get("notBefore")),
+        cancelled_at=when_or_none(e.get("cancelledAt")),
+        cancel_reason=e.get("cancelReason"),
     )
 
 

@@ -96,11 +96,21 @@ class StoredEvent(Event):
     claim_expires_at: Optional[datetime]
     #: Not eligible before this time (a2 0.3.0 scheduling); None when unset.
     not_before: Optional[datetime] = None
+    #: When ``a2_cancel`` cancelled it (a2 0.4.0); None when not cancelled.
+    #: ``processed_at`` is the same time and ``processed_by_attempt`` None.
+    cancelled_at: Optional[datetime] = None
+    #: The reason given to ``a2_cancel``; None without one (or not cancelled).
+    cancel_reason: Optional[str] = None
 
     @property
     def finished(self) -> bool:
-        """Processed or dead-lettered: no claim will return it again."""
+        """Processed, cancelled or dead-lettered: no claim will return it again."""
         return self.processed_at is not None or self.failed_at is not None
+
+    @property
+    def cancelled(self) -> bool:
+        """Cancelled by ``a2_cancel``: terminal, never processed by an attempt."""
+        return self.cancelled_at is not None
 
 
 # -- inputs -----------------------------------------------------------------
