@@ -8,6 +8,19 @@
 -- test/suites/60-upgrade.sh compares the two.  Each section below is one
 -- feature of 0.4.0; keep them in this order.
 
+-- == the lock on a2_events, first ==========================================
+
+-- Sections below both read a2_events under weaker locks (CREATE INDEX IF
+-- NOT EXISTS takes SHARE before it finds the index built) and alter it
+-- (ADD COLUMN IF NOT EXISTS takes ACCESS EXCLUSIVE).  Taking the weaker
+-- lock first and the stronger one later is a lock upgrade: a client that
+-- read a2_events in its transaction and then writes to it deadlocks with
+-- the update (test/suites/61-upgrade-online.sh saw it).  So the update
+-- takes the strongest lock it will need once, here, before anything
+-- else; with the online preparation run first it holds it for a moment
+-- only (docs/operations.md, "Upgrading without an outage").
+LOCK TABLE a2_events IN ACCESS EXCLUSIVE MODE;
+
 -- == the statement registry ===============================================
 
 -- The SQL a2's C code runs, for review and for EXPLAIN: each statement as
