@@ -196,7 +196,8 @@ parse_field(const char *spec, const char *text, const CronField *f, bool *star)
 					 f->what, text);
 			bad_spec(spec, detail);
 		}
-		for (int v = lo; v <= hi; v += step)
+		/* 0 <= lo and hi <= 63 hold (checked above); the clamps say so to the analyzer */
+		for (int v = Max(lo, 0); v <= Min(hi, 63); v += step)
 			bits |= UINT64CONST(1) << v;
 		if (*p == '\0')
 			break;
@@ -248,9 +249,9 @@ parse_interval(const char *spec, A2Cron *cron)
 	if (strcmp(unit, "second") == 0)
 		unit_ms = 1000;
 	else if (strcmp(unit, "minute") == 0)
-		unit_ms = 60 * 1000;
+		unit_ms = INT64CONST(60000);
 	else if (strcmp(unit, "hour") == 0)
-		unit_ms = 3600 * 1000;
+		unit_ms = INT64CONST(3600000);
 	else if (strcmp(unit, "day") == 0)
 		unit_ms = SECS_PER_DAY_I * 1000;
 	else
@@ -432,7 +433,7 @@ next_wall_minute(const A2Cron *cron, int64 start)
 				continue;
 			for (int mi = (h == mod / 60 ? mod % 60 : 0); mi < 60; mi++)
 				if (cron->minutes & (UINT64CONST(1) << mi))
-					return day * MINUTES_PER_DAY + h * 60 + mi;
+					return day * MINUTES_PER_DAY + (int64) h * 60 + mi;
 		}
 	}
 	return -1;
@@ -455,7 +456,7 @@ a2_cron_next(const A2Cron *cron, int64 after_ms)
 	if (tm == NULL)
 		return -1;
 	wall = (int64) (date2j(tm->tm_year + 1900, tm->tm_mon + 1, tm->tm_mday) - UNIX_EPOCH_JDATE) * SECS_PER_DAY_I
-		+ tm->tm_hour * 3600 + tm->tm_min * 60 + tm->tm_sec;
+		+ (int64) tm->tm_hour * 3600 + (int64) tm->tm_min * 60 + tm->tm_sec;
 	wm = floor_div(wall, 60) + 1;
 
 	/*
