@@ -24,7 +24,6 @@
 #include "events.h"
 #include "layer.h"
 #include "notify.h"
-#include "scheduler.h"
 #include "spi_util.h"
 #include "statements.h"
 #include "uuid7.h"
@@ -243,7 +242,7 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 	{
 		put_new_event(js, session_id, base + 1 + i, &events[i], now_ms);
 		if (events[i].has_not_before && !events[i].settled)
-			a2_sched_note_due(events[i].not_before);
+			a2_notify_due(events[i].not_before);
 	}
 	if (count > 0)
 		a2_notify_session(session_id, base + count);

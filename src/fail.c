@@ -35,7 +35,6 @@
 #include "json_out.h"
 #include "notify.h"
 #include "snapshot_pins.h"
-#include "scheduler.h"
 #include "spi_util.h"
 #include "statements.h"
 #include "validate.h"
@@ -165,7 +164,7 @@ fail_attempt(FailArgs *args)
 			 * announces it at once, as an append does.
 			 */
 			if (args->retry_at_ms > a2_wall_clock_ms())
-				a2_sched_note_due(args->retry_at_ms);
+				a2_notify_due(args->retry_at_ms);
 			else
 				a2_notify_session(args->session_id, args->index);
 		}

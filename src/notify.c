@@ -74,6 +74,19 @@ a2_notify_enabled(void)
 	return a2_notify_on;
 }
 
+/*
+ * An announcement falls due at due_ms: the database's scheduler sends it
+ * then (scheduler.h), unless announcements are off.  The one way into the
+ * scheduler for appends, failures and schedules, so that the scheduler
+ * itself needs nothing from this file.
+ */
+void
+a2_notify_due(int64 due_ms)
+{
+	if (a2_notify_on)
+		a2_sched_note_due(due_ms);
+}
+
 /* The greatest index per session, one item per session, in first-seen order. */
 static int
 collect_pending(A2Announcement **items_out)

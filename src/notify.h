@@ -22,6 +22,7 @@ extern void a2_notify_init(void);
 
 /* Is a2.notify on in this session? */
 extern bool a2_notify_enabled(void);
+extern void a2_notify_due(int64 due_ms);
 
 /* Append the payload {"sessionId": ..., "index": n} to buf. */
 extern void a2_notify_payload(StringInfo buf, const char *session_id, int64 max_index);

@@ -251,7 +251,7 @@ sched_xact_callback(XactEvent event, void *arg)
 void
 a2_sched_note_due(int64 due_ms)
 {
-	if (a2_sched == NULL || !a2_notify_enabled())
+	if (a2_sched == NULL)
 		return;
 	if (due_ms > a2_wall_clock_ms())
 	{

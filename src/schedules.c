@@ -34,7 +34,7 @@
 #include "a2.h"
 #include "clock.h"
 #include "cron.h"
-#include "scheduler.h"
+#include "notify.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_schedule_ticks);
@@ -258,7 +258,7 @@ Datum
 a2_schedule_wake(PG_FUNCTION_ARGS)
 {
 	if (!PG_ARGISNULL(0))
-		a2_sched_note_due(Max(PG_GETARG_INT64(0), a2_wall_clock_ms() + 1));
+		a2_notify_due(Max(PG_GETARG_INT64(0), a2_wall_clock_ms() + 1));
 	PG_RETURN_VOID();
 }
 
