@@ -30,6 +30,7 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "a2.h"
 #include "clock.h"
@@ -114,7 +115,7 @@ a2_schedule_check(PG_FUNCTION_ARGS)
 	Jsonb	   *event;
 	A2Cron		cron;
 	JsonbValue	f;
-	JsonbParseState *state = NULL;
+	a2_jsonb_builder state = NULL;
 	JsonbValue	elem;
 	JsonbValue *array;
 	int			count;
@@ -137,12 +138,12 @@ a2_schedule_check(PG_FUNCTION_ARGS)
 					 errdetail("Each tick's event gets its id from the schedule's name and the tick, and is due at the tick; it has no cause.")));
 
 	/* the rest as a2_append checks it: a batch of this one event */
-	pushJsonbValue(&state, WJB_BEGIN_ARRAY, NULL);
+	a2_push_jsonb_value(&state, WJB_BEGIN_ARRAY, NULL);
 	elem.type = jbvBinary;
 	elem.val.binary.data = &event->root;
 	elem.val.binary.len = VARSIZE(event) - VARHDRSZ;
-	pushJsonbValue(&state, WJB_ELEM, &elem);
-	array = pushJsonbValue(&state, WJB_END_ARRAY, NULL);
+	a2_push_jsonb_value(&state, WJB_ELEM, &elem);
+	array = a2_push_jsonb_value(&state, WJB_END_ARRAY, NULL);
 	(void) a2_parse_events(JsonbValueToJsonb(array), session_id, false, &count);
 	PG_RETURN_VOID();
 }
