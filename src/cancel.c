@@ -54,6 +54,7 @@
 #include "extension.h"
 #include "json_out.h"
 #include "notify.h"
+#include "snapshot_pins.h"
 #include "spi_util.h"
 #include "statements.h"
 #include "validate.h"
@@ -150,31 +151,6 @@ static A2Statement promote_lanes = {
 	.session_param = 1
 };
 
-/*
- * snapshot_pins.h's release for a set of events: their pins, then the
- * session's history rows no other pin references (the CTE's delete is
- * invisible to the outer statement, so their own pins are excluded).
- */
-static A2Statement release_pins = {
-	.name = "cancel.release_pins",
-	.texts = {
-		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
-				"WITH released AS ("
-				"  DELETE FROM @extschema@.a2_snapshot_pins p"
-				"   WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.event_index OPERATOR(pg_catalog.=) ANY ($2)"
-				") DELETE FROM @extschema@.a2_snapshot_history h"
-				"   WHERE h.session_id OPERATOR(pg_catalog.=) $1"
-				"     AND NOT EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p"
-				"                      WHERE p.session_id OPERATOR(pg_catalog.=) h.session_id"
-				"                        AND p.reducer_name OPERATOR(pg_catalog.=) h.reducer_name"
-				"                        AND p.up_to_index OPERATOR(pg_catalog.=) h.up_to_index"
-				"                        AND p.event_index OPERATOR(pg_catalog.<>) ALL ($2))"),
-	},
-	.nparams = 2,
-	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("indexes", INT8ARRAYOID)},
-	.session_param = 1
-};
-
 static A2Statement max_index = {
 	.name = "cancel.max_index",
 	.texts = {
@@ -187,7 +163,7 @@ static A2Statement max_index = {
 };
 
 A2_STATEMENT_GROUP(cancel, &lock_listed, &lock_unfinished, &mark_cancelled,
-				   &promote_lanes, &release_pins, &max_index);
+				   &promote_lanes, &max_index);
 
 typedef struct CancelArgs
 {
@@ -312,10 +288,7 @@ cancel_events(CancelArgs *args)
 			a2_exec_latest(&a, SPI_OK_UPDATE);
 		}
 
-		a2_args_init(&a, &release_pins);
-		a2_bind(&a, 1, TEXTOID, call.session);
-		a2_bind(&a, 2, INT8ARRAYOID, target_array);
-		a2_exec_latest(&a, SPI_OK_DELETE);
+		a2_release_pins_of(call.session, target_array);
 
 		/*
 		 * The session changed (and a lane may have work again): wake
