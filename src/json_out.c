@@ -338,6 +338,10 @@ static const struct
 	{"claimExpiresAt", A2C_CLAIM_EXPIRES_AT, COL_ISO, true},
 	/* only when set, so unscheduled events keep the reference shape */
 	{"notBefore", A2C_NOT_BEFORE, COL_ISO, true},
+	/* 0.4.0, only when set (NULL: queue 'default', priority 0, no key) */
+	{"queue", A2C_QUEUE, COL_TEXT, true},
+	{"priority", A2C_PRIORITY, COL_INT, true},
+	{"concurrencyKey", A2C_CONCURRENCY_KEY, COL_TEXT, true},
 };
 
 void
@@ -400,7 +404,7 @@ a2j_stored_event(A2Json *js, const char *key, const A2StoredEvent *ev, bool full
 			continue;
 		if (!ev->present[col])
 		{
-			if (col != A2C_NOT_BEFORE)
+			if (col < A2C_NOT_BEFORE)
 				a2j_null(js, k);
 			continue;
 		}

@@ -148,6 +148,13 @@ typedef struct A2Layer
 	"COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at))"
 #define A2_AVAILABLE_KEY_0_1 "COALESCE(e.claim_expires_at, e.created_at)"
 
+/*
+ * Since 0.4.0 a2_events_available holds the default queue's priority-0
+ * work only (this conjunct, added to A2_AVAILABLE_PRED); the rest is in
+ * a2_events_queue_available, led by queue and priority (dispatch_walk.h).
+ */
+#define A2_AVAILABLE_PLAIN " AND e.queue IS NULL AND e.priority IS NULL"
+
 extern const char *a2_available_key(void);
 
 extern const A2Layer a2_local_layer;

@@ -30,6 +30,9 @@ CREATE TABLE a2_events (
 	claim_holder			text,
 	claim_expires_at		bigint,
 	not_before				bigint,		-- 0.3.0
+	queue					text,		-- 0.4.0: NULL = 'default'
+	priority				integer,	-- 0.4.0: NULL = 0
+	concurrency_key			text,		-- 0.4.0: NULL = no key
 	PRIMARY KEY (session_id, idx)
 )
 -- Autovacuum for the churn every claim and completion causes (no HOT
@@ -53,6 +56,16 @@ SELECT pg_catalog.pg_extension_config_dump('a2_events', '');
 -- written before 0.3.0.
 COMMENT ON COLUMN a2_events.not_before IS
 'Epoch milliseconds before which the event is not claimed (notBefore, or a failed attempt''s retry_after_ms backoff); NULL: claimable at once.';
+
+-- Dispatch control (0.4.0, docs/semantics.md "Queues, priorities and
+-- limits"): NULL in each column is the default, so an event that uses none
+-- of them stores no more bytes than in 0.3.0.
+COMMENT ON COLUMN a2_events.queue IS
+'The event''s queue (JSON "queue"); NULL: the queue ''default''.';
+COMMENT ON COLUMN a2_events.priority IS
+'The event''s priority (JSON "priority", -32768..32767, higher is served first by a2_claim_next); NULL: 0.';
+COMMENT ON COLUMN a2_events.concurrency_key IS
+'The event''s concurrency key (JSON "concurrencyKey"); the limits of a2_limits for that key apply to its claims; NULL: no key.';
 
 CREATE TABLE a2_snapshots (
 	session_id		text	NOT NULL,
