@@ -58,6 +58,7 @@
 #include "limits.h"
 #include "spi_util.h"
 #include "statements.h"
+#include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_admit);
 PG_FUNCTION_INFO_V1(a2_now_ms);
@@ -289,11 +290,15 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 Datum
 a2_admit(PG_FUNCTION_ARGS)
 {
-	char	   *key = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	int64		now_ms = PG_GETARG_INT64(1);
+	char	   *key;
+	int64		now_ms;
 	KeyEntry   *entry;
 	bool		found;
 
+	a2_require_arg(fcinfo, 0, "key");
+	a2_require_arg(fcinfo, 1, "now_ms");
+	key = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	now_ms = PG_GETARG_INT64(1);
 	if (!pass_active)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -35,6 +35,13 @@ SELECT pg_catalog.pg_extension_config_dump('a2_limits', '');
 COMMENT ON TABLE a2_limits IS
 'Concurrency and rate limits per concurrency key (a2_set_concurrency_limit, a2_set_rate_limit).';
 
+-- Every claim reads the paused queues, and a claim of an event with a key
+-- reads the key's limits: readable by PUBLIC (settings, no payloads), so
+-- a worker role granted the 0.3.0 set by hand keeps claiming after the
+-- update.  Writing them takes the table privileges (the owner's, or what
+-- an operator grants).
+GRANT SELECT ON a2_queues, a2_limits TO PUBLIC;
+
 -- The claims that started, per rate-limited key, in the last window: the
 -- claim writes one row per event it claims with such a key and removes
 -- the rows that left the window (src/limits.c).
@@ -63,7 +70,7 @@ COMMENT ON FUNCTION a2_now_ms() IS
 CREATE FUNCTION a2_admit(key text, now_ms bigint)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'a2_admit'
-LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE COST 10000;
+LANGUAGE C VOLATILE PARALLEL UNSAFE COST 10000;
 
 COMMENT ON FUNCTION a2_admit(text, bigint) IS
 'Internal: called by a2_claim and a2_claim_next for each eligible event with a concurrency key; not for direct use.';
