@@ -127,6 +127,17 @@ static A2Statement default_retry = {
 	.columns = A2_COLUMNS("available_at")
 };
 
+/* the first available-since time after $1 of any queue (a2_events_queue_retry) */
+static A2Statement any_retry = {
+	.name = "dispatch_walk.any_retry",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+					  "SELECT " QKEY " AS available_at FROM @extschema@.a2_events e"
+					  " WHERE " QPRED " AND " QKEY " OPERATOR(pg_catalog.>) $1"
+					  " ORDER BY " QKEY " LIMIT 1")},
+	.nparams = 1, .params = {A2_PARAM("now", INT8OID)},
+	.columns = A2_COLUMNS("available_at")
+};
+
 /* the next named queue with entries after $1 (a loose index scan) */
 static A2Statement next_queue = {
 	.name = "dispatch_walk.next_queue",
@@ -149,8 +160,8 @@ static A2Statement paused_queues = {
 };
 
 A2_STATEMENT_GROUP(dispatch_walk, &named_next, &default_next, &named_level,
-				   &default_level, &named_retry, &default_retry, &next_queue,
-				   &paused_queues);
+				   &default_level, &named_retry, &default_retry, &any_retry,
+				   &next_queue, &paused_queues);
 
 /* ---- arguments --------------------------------------------------------- */
 
@@ -520,6 +531,32 @@ a2_dispatch_walk(Datum queues, Datum paused, int64 now_ms, int max_sessions,
 	hash_destroy(served);
 
 	*has_retry = false;
-	for (int i = 0; i < n; i++)
-		cursor_retry(cur[i].queue, now_ms, has_retry, retry_at);
+	if (queues)
+	{
+		for (int i = 0; i < n; i++)
+			cursor_retry(cur[i].queue, now_ms, has_retry, retry_at);
+	}
+	else
+	{
+		/*
+		 * Every queue: one probe of a2_events_queue_retry and the plain
+		 * walk's own.  A paused queue's lease expiry may be the answer: a
+		 * retryAt is a time to look again, and an early one costs a call.
+		 */
+		A2Args		a;
+		int64		t;
+
+		a2_args_init(&a, &any_retry);
+		a2_bind_int8(&a, 1, now_ms);
+		if (a2_exec(&a, false, SPI_OK_SELECT) > 0)
+		{
+			*retry_at = a2_col_int64(0, 1);
+			*has_retry = true;
+		}
+		if (a2_layer()->next_retry_at(now_ms, &t) && (!*has_retry || t < *retry_at))
+		{
+			*retry_at = t;
+			*has_retry = true;
+		}
+	}
 }

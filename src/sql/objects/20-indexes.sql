@@ -58,6 +58,15 @@ CREATE INDEX a2_events_queue_available
 	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL
 	  AND (queue IS NOT NULL OR priority IS NOT NULL);
 
+-- The retryAt of an a2_claim_next call for every queue (0.4.0): the first
+-- available-since time after now among the entries of
+-- a2_events_queue_available, whatever their queue and priority, in one
+-- probe.  Events without a queue or priority are not in it.
+CREATE INDEX a2_events_queue_retry
+	ON a2_events ((COALESCE(claim_expires_at, GREATEST(not_before, created_at))))
+	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL
+	  AND (queue IS NOT NULL OR priority IS NOT NULL);
+
 -- Concurrency limits (0.4.0, src/limits.c): the leases of events with a
 -- concurrency key, by key and expiry, so counting a key's live leases
 -- reads that key's leased events only.  Empty without keys.
