@@ -37,7 +37,7 @@ class QueuesTest(unittest.TestCase):
         cls.store.close()
         h.drop_database(DB)
 
-    def sessions(self, r: object) -> list:
+    def sessions(self, r: object) -> list[str]:
         return [c.session_id for c in r.claims]  # type: ignore[attr-defined]
 
     def test_fields_are_stored_and_shown_only_when_set(self) -> None:
@@ -113,7 +113,7 @@ class QueuesTest(unittest.TestCase):
     def test_async_store_has_them(self) -> None:
         import asyncio
 
-        async def go() -> list:
+        async def go() -> list[str]:
             st = AsyncA2Store(conninfo=h.target(DB), clock=self.clock)
             try:
                 await st.pause_queue("async-q")
