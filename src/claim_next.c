@@ -63,6 +63,7 @@
 #include "clock.h"
 #include "dispatch_walk.h"
 #include "json_out.h"
+#include "limits.h"
 #include "layer.h"
 #include "spi_util.h"
 #include "statements.h"
@@ -167,9 +168,22 @@ claim_next(NextArgs *args)
 		WalkState	w = {&claim, &js};
 		bool		has_retry;
 
-		a2_dispatch_walk(args->queues, claim.paused, args->now_ms,
-						 args->max_sessions, walk_try_claim, &w,
-						 &has_retry, &retry_at);
+		/*
+		 * On an error the keys' budgets must not outlive the call: a
+		 * rolled-back savepoint releases the key locks they rest on.
+		 */
+		a2_limits_call_begin();
+		PG_TRY();
+		{
+			a2_dispatch_walk(args->queues, claim.paused, args->now_ms,
+							 args->max_sessions, walk_try_claim, &w,
+							 &has_retry, &retry_at);
+		}
+		PG_FINALLY();
+		{
+			a2_limits_call_end();
+		}
+		PG_END_TRY();
 		a2j_end_array(&js);
 		if (claim.limits_denied)
 		{

@@ -77,6 +77,7 @@ typedef struct KeyEntry
 static MemoryContext pass_cxt = NULL;
 static HTAB *pass_keys = NULL;
 static bool pass_active = false;
+static bool call_active = false;	/* a2_claim_next: keys decided once per call */
 static bool pass_denied = false;
 static int64 pass_retry_at = PG_INT64_MAX;
 static bool callback_registered = false;
@@ -166,6 +167,7 @@ static void
 limits_xact_callback(XactEvent event, void *arg)
 {
 	pass_active = false;
+	call_active = false;
 }
 
 void
@@ -181,15 +183,41 @@ a2_limits_pass_begin(void)
 		RegisterXactCallback(limits_xact_callback, NULL);
 		callback_registered = true;
 	}
-	MemoryContextReset(pass_cxt);
-	ctl.keysize = A2_MAX_NAME_BYTES + 1;
-	ctl.entrysize = sizeof(KeyEntry);
-	ctl.hcxt = pass_cxt;
-	pass_keys = hash_create("a2 limits keys", 8, &ctl,
-							HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	/*
+	 * Within one a2_claim_next call the keys' decisions carry over from
+	 * pass to pass: this transaction holds the lock of every key it decided
+	 * a budget for, so no other claim of the key runs meanwhile, and its own
+	 * claims spend the budget; the call's clock does not move, so no lease
+	 * expires.  A completion elsewhere can only free a slot, which the next
+	 * call sees: conservative.
+	 */
+	if (!call_active || pass_keys == NULL)
+	{
+		MemoryContextReset(pass_cxt);
+		ctl.keysize = A2_MAX_NAME_BYTES + 1;
+		ctl.entrysize = sizeof(KeyEntry);
+		ctl.hcxt = pass_cxt;
+		pass_keys = hash_create("a2 limits keys", 8, &ctl,
+								HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
 	pass_active = true;
 	pass_denied = false;
 	pass_retry_at = PG_INT64_MAX;
+}
+
+void
+a2_limits_call_begin(void)
+{
+	call_active = false;
+	pass_keys = NULL;			/* the next pass starts a fresh table */
+	call_active = true;
+}
+
+void
+a2_limits_call_end(void)
+{
+	call_active = false;
+	pass_keys = NULL;			/* no pass after the call reuses its budgets */
 }
 
 void

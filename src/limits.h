@@ -17,6 +17,13 @@
 extern void a2_limits_pass_begin(void);
 
 /*
+ * Bracket an a2_claim_next call: the keys' budgets carry over from pass to
+ * pass within it (limits.c says why that is safe).
+ */
+extern void a2_limits_call_begin(void);
+extern void a2_limits_call_end(void);
+
+/*
  * End the pass; *denied: an event was skipped for a limit, *retry_at: the
  * earliest time a denied key may admit again (PG_INT64_MAX: none).
  */
