@@ -280,3 +280,41 @@ SELECT a2_complete('order-47', 1, 1)->>'outcome' AS complete, a2_cancel('order-4
 SELECT jsonb_path_query_array(a2_claim('order-47', 'worker-1', 30000), '$.events[*].index') AS claimed;
 SELECT s->>'cancelledCount' AS cancelled, s->>'pendingCount' AS pending
   FROM jsonb_array_elements(a2_list_sessions('order-47')->'sessions') s;
+\echo '== 23. Queues, priorities and limits (0.4.0): two worker pools on two queues'
+\o /dev/null
+SET a2.now = '2026-01-02T09:00:00.000Z';
+\o
+\echo '   mail work in queue "email", payments in queue "payments" (one urgent),'
+\echo '   every payment keyed by its merchant: at most 1 running per merchant,'
+\echo '   and the mail provider takes at most 2 sends per second'
+SELECT a2_set_concurrency_limit('merchant-7', 1) AS concurrency_limit;
+SELECT a2_set_rate_limit('smtp', 2, 1000) AS rate_limit;
+SELECT count(*) AS appended FROM (
+  SELECT a2_append('order-' || i, jsonb_build_array(
+           jsonb_build_object('type', 'mail.send', 'queue', 'email', 'concurrencyKey', 'smtp'),
+           jsonb_build_object('type', 'payment.capture', 'queue', 'payments',
+                              'priority', CASE WHEN i = 53 THEN 10 ELSE 0 END,
+                              'concurrencyKey', 'merchant-7')))
+    FROM generate_series(50, 53) i) a;
+\echo '   the payments pool: the urgent order-53 first; the merchant limit lets one run'
+SELECT jsonb_path_query_array(r, '$.claims[*].sessionId') AS payments_pool,
+       jsonb_path_query_array(r, '$.claims[*].events[*].queue') AS queues
+  FROM a2_claim_next('payments-worker', 30000, 10, NULL, '{payments}') r;
+\echo '   the email pool never sees payments; the rate limit lets two sends start'
+SELECT jsonb_path_query_array(r, '$.claims[*].sessionId') AS email_pool, r->>'retryAt' AS retry_at
+  FROM a2_claim_next('email-worker', 30000, 10, NULL, '{email}') r;
+SELECT queue, paused, available, leased, keys_at_limit FROM a2_list_queues()
+ WHERE queue IN ('email', 'payments');
+SELECT key, max_leased, leased, rate_max, rate_per_ms, claims_in_window, at_limit FROM a2_list_limits();
+\echo '   a second later two more sends may start; the email queue is then paused'
+\o /dev/null
+SET a2.now = '2026-01-02T09:00:01.000Z';
+\o
+SELECT jsonb_path_query_array(r, '$.claims[*].sessionId') AS email_pool
+  FROM a2_claim_next('email-worker', 30000, 10, NULL, '{email}') r;
+SELECT a2_pause_queue('email') AS paused;
+\echo '   the payment finishes: the merchant slot frees, the next payment runs'
+SELECT a2_complete('order-53', 2, 1, '[]')->>'outcome' AS completed;
+SELECT jsonb_path_query_array(r, '$.claims[*].sessionId') AS payments_pool
+  FROM a2_claim_next('payments-worker', 30000, 10, NULL, '{payments}') r;
+SELECT a2_resume_queue('email') - 'queue' AS resumed;

@@ -119,16 +119,19 @@ SELECT session_id, idx, a2_complete(session_id, idx, attempt_count) ->> 'outcome
 SELECT a2_claim_next('w5', 60000, 100);
 
 --
--- 8. Each step of the walk is an index probe of a2_events_available
+-- 8. Each step of the walk is an index probe of a2_events_default_available
 -- bounded by now (the session lock is then tried; the probe locks no row):
 -- the same statement as claim_next.c's, planned generically as the C code
--- plans it.  An unleased event is available once due (SPEC 7.1).
+-- plans it.  An unleased event is available once due (SPEC 7.1).  Since
+-- 0.4.0 the index holds the default queue's priority-0 work (queue and
+-- priority NULL; sql/queues.sql walks the other queues).
 --
 SET LOCAL plan_cache_mode = force_generic_plan;
 PREPARE walk(bigint, bigint, text) AS
   SELECT e.session_id, COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at))
     FROM a2_events e
    WHERE e.lane_ready AND e.processed_at IS NULL AND e.failed_at IS NULL
+     AND e.queue IS NULL AND e.priority IS NULL
      AND COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)) <= $1
      AND (COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)), e.session_id) > ($2, $3)
    ORDER BY COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)), e.session_id

@@ -38,7 +38,9 @@
 #include "call.h"
 #include "claim.h"
 #include "clock.h"
+#include "dispatch_walk.h"
 #include "json_out.h"
+#include "limits.h"
 #include "spi_util.h"
 #include "statements.h"
 #include "validate.h"
@@ -51,6 +53,8 @@ PG_FUNCTION_INFO_V1(a2_claim);
  * Objects older than 0.3.0 have no not_before (no delayed events).
  */
 #define CLAIM_ELIGIBLE_SQL(lock_clause, due, columns) \
+	CLAIM_ELIGIBLE_SQL_X(lock_clause, due, "", columns)
+#define CLAIM_ELIGIBLE_SQL_X(lock_clause, due, dispatch, columns) \
 	"WITH eligible AS MATERIALIZED (" \
 	"  SELECT e.idx FROM @extschema@.a2_events e" \
 	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL" \
@@ -58,6 +62,7 @@ PG_FUNCTION_INFO_V1(a2_claim);
 	"     AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $2)" \
 	due \
 	"     AND e.idx OPERATOR(pg_catalog.<>) ALL ($5)" \
+	dispatch \
 	"   ORDER BY e.idx " lock_clause \
 	"), claimed AS (" \
 	"  UPDATE @extschema@.a2_events e SET" \
@@ -74,11 +79,22 @@ PG_FUNCTION_INFO_V1(a2_claim);
 
 #define CLAIM_DUE "     AND (e.not_before IS NULL OR e.not_before OPERATOR(pg_catalog.<=) $2)"
 
+/*
+ * 0.4.0: only the queues served ($6, NULL: all) and not paused ($7); an
+ * event with a concurrency key only within its key's limits (limits.c),
+ * tested last (a2_admit costs 10000), after every other condition.
+ */
+#define CLAIM_DISPATCH \
+	"     AND ($6::pg_catalog.text[] IS NULL OR COALESCE(e.queue, 'default') OPERATOR(pg_catalog.=) ANY ($6))" \
+	"     AND NOT (COALESCE(e.queue, 'default') OPERATOR(pg_catalog.=) ANY ($7))" \
+	"     AND (e.concurrency_key IS NULL OR @extschema@.a2_admit(e.concurrency_key, $2))"
+
 #define CLAIM_PARAMS \
-	.nparams = 5, .params = { \
+	.nparams = 7, .params = { \
 		A2_PARAM("session_id", TEXTOID), A2_PARAM("now", INT8OID), \
 		A2_PARAM("holder", TEXTOID), A2_PARAM("expires_at", INT8OID), \
-		A2_PARAM("exclude_indexes", INT8ARRAYOID)}, \
+		A2_PARAM("exclude_indexes", INT8ARRAYOID), A2_PARAM("queues", TEXTARRAYOID), \
+		A2_PARAM("paused_queues", TEXTARRAYOID)}, \
 	.session_param = 1, .columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES)
 
 static A2Statement claim_eligible = {
@@ -86,6 +102,7 @@ static A2Statement claim_eligible = {
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, CLAIM_ELIGIBLE_SQL("FOR UPDATE", "", A2_EVENT_COLUMNS_0_1)),
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3, CLAIM_ELIGIBLE_SQL("FOR UPDATE", CLAIM_DUE, A2_EVENT_COLUMNS_0_3)),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_4, CLAIM_ELIGIBLE_SQL_X("FOR UPDATE", CLAIM_DUE, CLAIM_DISPATCH, A2_EVENT_COLUMNS)),
 	},
 	CLAIM_PARAMS
 };
@@ -95,6 +112,7 @@ static A2Statement claim_eligible_skip_locked = {
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, CLAIM_ELIGIBLE_SQL("FOR UPDATE SKIP LOCKED", "", A2_EVENT_COLUMNS_0_1)),
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3, CLAIM_ELIGIBLE_SQL("FOR UPDATE SKIP LOCKED", CLAIM_DUE, A2_EVENT_COLUMNS_0_3)),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_4, CLAIM_ELIGIBLE_SQL_X("FOR UPDATE SKIP LOCKED", CLAIM_DUE, CLAIM_DISPATCH, A2_EVENT_COLUMNS)),
 	},
 	CLAIM_PARAMS
 };
@@ -135,10 +153,22 @@ static A2Statement next_expiry = {
 
 A2_STATEMENT_GROUP(claim, &claim_eligible, &claim_eligible_skip_locked, &next_expiry);
 
+void
+a2_claim_args_init_dispatch(A2ClaimArgs *args)
+{
+	args->queues = (Datum) 0;
+	args->paused = a2_text_array(NULL, 0);
+	args->limits_denied = false;
+	args->limits_retry_at = PG_INT64_MAX;
+}
+
 uint64
-a2_claim_session(const A2ClaimArgs *args, bool skip_locked)
+a2_claim_session(A2ClaimArgs *args, bool skip_locked)
 {
 	A2Args		a;
+	volatile uint64 n = 0;
+	bool		denied = false;
+	int64		retry_at = PG_INT64_MAX;
 
 	a2_args_init(&a, skip_locked ? &claim_eligible_skip_locked : &claim_eligible);
 	a2_bind_text(&a, 1, args->session_id);
@@ -146,7 +176,29 @@ a2_claim_session(const A2ClaimArgs *args, bool skip_locked)
 	a2_bind_text(&a, 3, args->holder);
 	a2_bind_int8(&a, 4, args->expires_ms);
 	a2_bind(&a, 5, INT8ARRAYOID, args->exclude);
-	return a2_exec_latest(&a, SPI_OK_SELECT);
+	if (args->queues)
+		a2_bind(&a, 6, TEXTARRAYOID, args->queues);
+	else
+		a2_bind_null(&a, 6);
+	a2_bind(&a, 7, TEXTARRAYOID, args->paused);
+	a2_limits_pass_begin();
+	PG_TRY();
+	{
+		n = a2_exec_latest(&a, SPI_OK_SELECT);
+	}
+	PG_FINALLY();
+	{
+		a2_limits_pass_end(&denied, &retry_at);
+	}
+	PG_END_TRY();
+	if (denied)
+	{
+		args->limits_denied = true;
+		args->limits_retry_at = Min(args->limits_retry_at, retry_at);
+	}
+	if (n > 0 && a2_has_dispatch())
+		a2_limits_note_claims(n, args->now_ms);
+	return n;
 }
 
 static Jsonb *
@@ -160,6 +212,7 @@ claim_events(A2ClaimArgs *args)
 	a2_call_begin(&call, args->session_id);
 	/* the one lock order: the session lock, then rows in index order */
 	a2_lock_session(args->session_id);
+	args->paused = a2_paused_queues();
 	n = a2_claim_session(args, false);
 
 	a2j_begin_object(&js, NULL);
@@ -182,12 +235,16 @@ claim_events(A2ClaimArgs *args)
 		a2_bind_int8(&a, 2, args->now_ms);
 		a2_exec_latest(&a, SPI_OK_SELECT);
 		retry = a2_col(0, NEXT_EXPIRY_RETRY_AT, &isnull);
-		if (isnull)
+		if (isnull && !args->limits_denied)
 			a2j_string(&js, "outcome", "settled");
 		else
 		{
+			/* work a limit skipped is claimable when the limit frees */
+			int64		at = isnull ? args->limits_retry_at :
+				Min(DatumGetInt64(retry), args->limits_retry_at);
+
 			a2j_string(&js, "outcome", "busy");
-			a2j_iso(&js, "retryAt", DatumGetInt64(retry));
+			a2j_iso(&js, "retryAt", at);
 		}
 	}
 	result = a2j_finish(a2j_end_object(&js), call.caller);
@@ -237,6 +294,8 @@ a2_claim(PG_FUNCTION_ARGS)
 	args.holder = a2_name_arg(fcinfo, 1, "holder");
 	ttl_ms = a2_int8_arg(fcinfo, 2, "ttl_ms", 0);
 	args.exclude = exclude_arg(fcinfo, 4);
+	a2_claim_args_init_dispatch(&args);
+	args.queues = a2_queues_arg(fcinfo, 5);
 	args.now_ms = a2_clock_now_ms();
 	if (PG_ARGISNULL(3))
 		args.expires_ms = a2_add_ttl(args.now_ms, ttl_ms);

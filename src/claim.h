@@ -23,7 +23,14 @@ typedef struct A2ClaimArgs
 	int64		now_ms;
 	int64		expires_ms;
 	Datum		exclude;		/* bigint[] of excluded indexes */
+	Datum		queues;			/* text[] of the queues served; 0: every queue */
+	Datum		paused;			/* text[] of the paused queues (skipped) */
+	bool		limits_denied;	/* out: a limit skipped an event (accumulates) */
+	int64		limits_retry_at;	/* out: when a skipped key may admit (min, accumulates) */
 } A2ClaimArgs;
+
+/* Set the dispatch fields to "every queue, none paused, nothing denied". */
+extern void a2_claim_args_init_dispatch(A2ClaimArgs *args);
 
 /*
  * Claim every eligible event of args->session_id (docs/semantics.md, "Work: claims, leases and attempts"):
@@ -33,6 +40,6 @@ typedef struct A2ClaimArgs
  * the claimed rows (A2_EVENT_COLUMNS, by index) in SPI_tuptable and
  * returns their number.
  */
-extern uint64 a2_claim_session(const A2ClaimArgs *args, bool skip_locked);
+extern uint64 a2_claim_session(A2ClaimArgs *args, bool skip_locked);
 
 #endif							/* A2_CLAIM_H */

@@ -10,7 +10,7 @@
  *	  lease, since it was created or fell due (not_before, docs/semantics.md "Scheduling"),
  *	  whichever is later: coalesce(claim_expires_at, greatest(not_before,
  *	  created_at)).  The
- *	  partial index a2_events_available holds exactly the rows that can
+ *	  partial index a2_events_default_available holds exactly the rows that can
  *	  become eligible (lane-ready, unprocessed, not dead-lettered) keyed by
  *	  that time and the session id, so the walk below reads them oldest
  *	  first and stops at now: a session is served once every session whose
@@ -61,7 +61,9 @@
 #include "call.h"
 #include "claim.h"
 #include "clock.h"
+#include "dispatch_walk.h"
 #include "json_out.h"
+#include "limits.h"
 #include "layer.h"
 #include "spi_util.h"
 #include "statements.h"
@@ -75,7 +77,14 @@ typedef struct NextArgs
 	int64		now_ms;
 	int64		expires_ms;
 	int			max_sessions;
+	Datum		queues;			/* text[]; 0: every queue */
 } NextArgs;
+
+typedef struct WalkState
+{
+	A2ClaimArgs *claim;
+	A2Json	   *js;
+} WalkState;
 
 /*
  * Claim one session unless another transaction holds its lock; push
@@ -119,6 +128,16 @@ served_sessions(void)
 					   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 }
 
+/* dispatch_walk.c's callback: claim one session of the walk. */
+static bool
+walk_try_claim(char *session_id, void *arg)
+{
+	WalkState  *w = arg;
+
+	w->claim->session_id = session_id;
+	return claim_candidate(w->claim, w->js);
+}
+
 static Jsonb *
 claim_next(NextArgs *args)
 {
@@ -137,10 +156,50 @@ claim_next(NextArgs *args)
 	claim.now_ms = args->now_ms;
 	claim.expires_ms = args->expires_ms;
 	claim.exclude = a2_int8_array(NULL, NULL, 0);
+	a2_claim_args_init_dispatch(&claim);
+	claim.queues = args->queues;
+	claim.paused = a2_paused_queues();
 
-	served = served_sessions();
 	a2j_begin_object(&js, NULL);
 	a2j_begin_array(&js, "claims");
+	if (a2_dispatch_walk_enabled())
+	{
+		/* 0.4.0: queues and priorities (dispatch_walk.c) */
+		WalkState	w = {&claim, &js};
+		bool		has_retry;
+
+		/*
+		 * On an error the keys' budgets must not outlive the call: a
+		 * rolled-back savepoint releases the key locks they rest on.
+		 */
+		a2_limits_call_begin();
+		PG_TRY();
+		{
+			a2_dispatch_walk(args->queues, claim.paused, args->now_ms,
+							 args->max_sessions, walk_try_claim, &w,
+							 &has_retry, &retry_at);
+		}
+		PG_FINALLY();
+		{
+			a2_limits_call_end();
+		}
+		PG_END_TRY();
+		a2j_end_array(&js);
+		if (claim.limits_denied)
+		{
+			retry_at = has_retry ? Min(retry_at, claim.limits_retry_at) : claim.limits_retry_at;
+			has_retry = true;
+		}
+		if (has_retry)
+			a2j_iso(&js, "retryAt", retry_at);
+		else
+			a2j_null(&js, "retryAt");
+		result = a2j_finish(a2j_end_object(&js), call.caller);
+		a2_call_end(&call);
+		return result;
+	}
+
+	served = served_sessions();
 	while (claimed < args->max_sessions &&
 		   a2_layer()->next_available(args->now_ms, &after_at, &after_session))
 	{
@@ -185,5 +244,6 @@ a2_claim_next(PG_FUNCTION_ARGS)
 		args.expires_ms = a2_add_ttl(args.now_ms, ttl_ms);
 	else
 		args.expires_ms = a2_timestamptz_to_ms(PG_GETARG_TIMESTAMPTZ(3), "expires_at");
+	args.queues = a2_queues_arg(fcinfo, 4);
 	PG_RETURN_JSONB_P(claim_next(&args));
 }

@@ -26,6 +26,7 @@
 #include "postgres.h"
 
 #include "common/int.h"
+#include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/datetime.h"
 #include "utils/guc.h"
@@ -201,6 +202,15 @@ a2_clock_now_ms(void)
 {
 	a2_clock_check_override();
 	return timestamptz_to_ms(a2_now_fixed ? a2_now_value : GetCurrentTimestamp());
+}
+
+PG_FUNCTION_INFO_V1(a2_now_ms);
+
+/* a2_now_ms(): one reading of the store clock, for a2's SQL functions */
+Datum
+a2_now_ms(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(a2_clock_now_ms());
 }
 
 int64

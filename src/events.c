@@ -75,8 +75,10 @@ static A2Statement events_by_ids = {
 	.texts = {
 		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1, EVENTS_BY_IDS_SQL(A2_EVENT_COLUMNS_0_1)),
 		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_3, EVENTS_BY_IDS_SQL(A2_EVENT_COLUMNS_0_3)),
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, EVENTS_BY_IDS_SQL(A2_EVENT_COLUMNS)),
 		A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1, EVENTS_BY_IDS_DIST_SQL(A2_EVENT_COLUMNS_0_1)),
 		A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_3, EVENTS_BY_IDS_DIST_SQL(A2_EVENT_COLUMNS_0_3)),
+		A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_4, EVENTS_BY_IDS_DIST_SQL(A2_EVENT_COLUMNS)),
 	},
 	.nparams = 2,
 	.params = {A2_PARAM("event_ids", TEXTARRAYOID), A2_PARAM("session_id", TEXTOID)},
@@ -123,6 +125,25 @@ not_before_matches(uint64 row, const A2EventInput *ev)
 	return isnull || DatumGetInt64(stored) == ev->not_before;
 }
 
+/* A replay repeats queue, priority and concurrencyKey (0.4.0) too. */
+static bool
+same_text(const char *a, const char *b)
+{
+	return (a == NULL) == (b == NULL) && (a == NULL || strcmp(a, b) == 0);
+}
+
+static bool
+dispatch_matches(uint64 row, const A2EventInput *ev)
+{
+	bool		isnull;
+	Datum		prio = a2_col(row, A2C_PRIORITY, &isnull);
+
+	if ((isnull ? 0 : DatumGetInt32(prio)) != ev->priority)
+		return false;
+	return same_text(a2_col_text(row, A2C_QUEUE), ev->queue) &&
+		same_text(a2_col_text(row, A2C_CONCURRENCY_KEY), ev->concurrency_key);
+}
+
 bool
 a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cause)
 {
@@ -140,6 +161,8 @@ a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cause)
 	if (isnull || !jsonb_equal(payload, ev->payload))
 		return false;
 	if (!not_before_matches(row, ev))
+		return false;
+	if (!dispatch_matches(row, ev))
 		return false;
 	if (check_cause)
 	{
@@ -184,6 +207,12 @@ put_new_event(A2Json *js, const char *session_id, int64 idx,
 	stored.num[A2C_FAILURE_COUNT] = 0;
 	stored.present[A2C_NOT_BEFORE] = ev->has_not_before;
 	stored.num[A2C_NOT_BEFORE] = ev->not_before;
+	stored.present[A2C_QUEUE] = ev->queue != NULL;
+	stored.text[A2C_QUEUE] = ev->queue;
+	stored.present[A2C_PRIORITY] = ev->priority != 0;
+	stored.num[A2C_PRIORITY] = ev->priority;
+	stored.present[A2C_CONCURRENCY_KEY] = ev->concurrency_key != NULL;
+	stored.text[A2C_CONCURRENCY_KEY] = ev->concurrency_key;
 	a2j_stored_event(js, NULL, &stored, true);
 }
 
@@ -206,6 +235,8 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 			all_generated = false;
 		if (events[i].has_not_before)
 			a2_require_not_before();
+		if (events[i].queue || events[i].priority != 0 || events[i].concurrency_key)
+			a2_require_dispatch();
 	}
 	a2_layer()->insert_events(session_id, events, count, now_ms, all_generated,
 							   had_pending != NULL, &out);
@@ -261,4 +292,25 @@ a2_require_not_before(void)
 				 errmsg("scheduling needs the a2 0.3.0 tables"),
 				 errdetail("notBefore and retry_after_ms are stored in a2_events.not_before, which this database does not have yet; nothing was written."),
 				 errhint("Run ALTER EXTENSION a2 UPDATE.")));
+}
+
+/*
+ * queue, priority and concurrencyKey need 0.4.0's columns: refuse them
+ * (0A000) while a 0.3.0 database waits for ALTER EXTENSION a2 UPDATE, and
+ * in distributed mode (docs/distributed.md).
+ */
+void
+a2_require_dispatch(void)
+{
+	if (!a2_has_dispatch())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("queues, priorities and concurrency keys need the a2 0.4.0 tables"),
+				 errdetail("They are stored in a2_events.queue, priority and concurrency_key, which this database does not have yet; nothing was written."),
+				 errhint("Run ALTER EXTENSION a2 UPDATE.")));
+	if (a2_distributed())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("queues, priorities and concurrency keys are not supported in distributed mode"),
+				 errdetail("Nothing was written; see docs/distributed.md.")));
 }

@@ -44,4 +44,7 @@ extern bool a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cau
 /* Raise 0A000 unless a2_events has 0.3.0's not_before column. */
 extern void a2_require_not_before(void);
 
+/* Raise 0A000 unless queue/priority/concurrencyKey can be stored (0.4.0, single node). */
+extern void a2_require_dispatch(void);
+
 #endif							/* A2_EVENTS_H */

@@ -338,6 +338,10 @@ static const struct
 	{"claimExpiresAt", A2C_CLAIM_EXPIRES_AT, COL_ISO, true},
 	/* only when set, so unscheduled events keep the reference shape */
 	{"notBefore", A2C_NOT_BEFORE, COL_ISO, true},
+	/* 0.4.0, only when set (NULL: queue 'default', priority 0, no key) */
+	{"queue", A2C_QUEUE, COL_TEXT, true},
+	{"priority", A2C_PRIORITY, COL_INT, true},
+	{"concurrencyKey", A2C_CONCURRENCY_KEY, COL_TEXT, true},
 	/* only for a cancelled event (a2_cancel, docs/json.md) */
 	{"cancelledAt", A2C_CANCELLED_AT, COL_ISO, true},
 	{"cancelReason", A2C_CANCEL_REASON, COL_TEXT, true},
@@ -403,9 +407,13 @@ a2j_stored_event(A2Json *js, const char *key, const A2StoredEvent *ev, bool full
 			continue;
 		if (!ev->present[col])
 		{
-			/* absent, not null: an event never scheduled or cancelled keeps its older shape */
-			if (col != A2C_NOT_BEFORE && col != A2C_CANCELLED_AT &&
-				(col != A2C_CANCEL_REASON || ev->present[A2C_CANCELLED_AT]))
+			/*
+			 * absent, not null: an event never scheduled, queued, limited or
+			 * cancelled keeps its older shape; a cancelled one without a
+			 * reason says cancelReason null
+			 */
+			if (col < A2C_NOT_BEFORE ||
+				(col == A2C_CANCEL_REASON && ev->present[A2C_CANCELLED_AT]))
 				a2j_null(js, k);
 			continue;
 		}

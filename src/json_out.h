@@ -29,9 +29,7 @@
  * names (statements.h checks them), and the 1-based column numbers in it.
  * A2_EVENT_COLUMNS_0_1 serves objects older than 0.3.0, which have no
  * not_before column; A2_EVENT_COLUMNS_0_3 objects older than 0.4.0, which
- * have no cancelled_at and cancel_reason.  A statement whose rows can never
- * be cancelled events (a claim, a redrive) may use A2_EVENT_COLUMNS_0_3 on
- * every version from 0.3.0 on.
+ * have no queue, priority, concurrency_key, cancelled_at and cancel_reason.
  */
 #define A2_EVENT_COLUMNS_BASE \
 	"e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at, " \
@@ -40,12 +38,15 @@
 	"e.attempt_count, e.failure_count, e.last_failed_at, " \
 	"e.last_failed_attempt, e.last_error, e.failed_at, e.claim_holder, " \
 	"e.claim_expires_at, "
-#define A2_EVENT_COLUMNS_NOT_CANCELLED \
-	", NULL::pg_catalog.int8 AS cancelled_at, NULL::pg_catalog.text AS cancel_reason"
-#define A2_EVENT_COLUMNS A2_EVENT_COLUMNS_BASE "e.not_before, e.cancelled_at, e.cancel_reason"
-#define A2_EVENT_COLUMNS_0_3 A2_EVENT_COLUMNS_BASE "e.not_before" A2_EVENT_COLUMNS_NOT_CANCELLED
-#define A2_EVENT_COLUMNS_0_1 \
-	A2_EVENT_COLUMNS_BASE "NULL::pg_catalog.int8 AS not_before" A2_EVENT_COLUMNS_NOT_CANCELLED
+#define A2_EVENT_COLUMNS_0_4_ONLY \
+	", NULL::pg_catalog.text AS queue, NULL::pg_catalog.int4 AS priority, " \
+	"NULL::pg_catalog.text AS concurrency_key, " \
+	"NULL::pg_catalog.int8 AS cancelled_at, NULL::pg_catalog.text AS cancel_reason"
+#define A2_EVENT_COLUMNS A2_EVENT_COLUMNS_BASE \
+	"e.not_before, e.queue, e.priority, e.concurrency_key, e.cancelled_at, e.cancel_reason"
+#define A2_EVENT_COLUMNS_0_3 A2_EVENT_COLUMNS_BASE "e.not_before" A2_EVENT_COLUMNS_0_4_ONLY
+#define A2_EVENT_COLUMNS_0_1 A2_EVENT_COLUMNS_BASE "NULL::pg_catalog.int8 AS not_before" \
+	A2_EVENT_COLUMNS_0_4_ONLY
 
 #define A2_EVENT_COLUMN_NAMES \
 	"session_id", "idx", "event_type", "payload", "event_id", "created_at", \
@@ -53,7 +54,8 @@
 	"returned_event_ids", "first_claimed_at", "last_claimed_at", \
 	"attempt_count", "failure_count", "last_failed_at", \
 	"last_failed_attempt", "last_error", "failed_at", "claim_holder", \
-	"claim_expires_at", "not_before", "cancelled_at", "cancel_reason"
+	"claim_expires_at", "not_before", "queue", "priority", "concurrency_key", \
+	"cancelled_at", "cancel_reason"
 
 typedef enum A2EventCol
 {
@@ -79,6 +81,9 @@ typedef enum A2EventCol
 	A2C_CLAIM_HOLDER,
 	A2C_CLAIM_EXPIRES_AT,
 	A2C_NOT_BEFORE,				/* 0.3.0; NULL on 0.2.0 objects */
+	A2C_QUEUE,					/* 0.4.0; NULL on older objects */
+	A2C_PRIORITY,
+	A2C_CONCURRENCY_KEY,
 	A2C_CANCELLED_AT,			/* 0.4.0 (a2_cancel); NULL on older objects */
 	A2C_CANCEL_REASON,
 	A2C_NUM_EVENT_COLS = A2C_CANCEL_REASON

@@ -121,7 +121,7 @@ typedef struct A2Layer
 								A2RowsCallback emit, void *arg);
 
 	/*
-	 * a2_claim_next's walk: the first entry of a2_events_available that is
+	 * a2_claim_next's walk: the first entry of a2_events_default_available that is
 	 * available at now_ms after (*after_at, *after_session), oldest first;
 	 * moves the position there.  False when there is none.
 	 */
@@ -133,7 +133,7 @@ typedef struct A2Layer
 } A2Layer;
 
 /*
- * The predicate and key of a2_events_available, as statement text over
+ * The predicate and key of a2_events_default_available, as statement text over
  * alias e (both layers walk it): since 0.3.0 (src/sql/upgrade/a2--0.2.0--0.3.0.sql) the
  * key of a never-claimed or failed event is when it falls due,
  * greatest(not_before, created_at) -- GREATEST skips a NULL not_before --
@@ -147,6 +147,13 @@ typedef struct A2Layer
 #define A2_AVAILABLE_KEY \
 	"COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at))"
 #define A2_AVAILABLE_KEY_0_1 "COALESCE(e.claim_expires_at, e.created_at)"
+
+/*
+ * Since 0.4.0 a2_events_default_available holds the default queue's priority-0
+ * work only (this conjunct, added to A2_AVAILABLE_PRED); the rest is in
+ * a2_events_queue_available, led by queue and priority (dispatch_walk.h).
+ */
+#define A2_AVAILABLE_PLAIN " AND e.queue IS NULL AND e.priority IS NULL"
 
 extern const char *a2_available_key(void);
 

@@ -76,6 +76,8 @@ local_try_lock_session(const char *session_id)
  * were all generated here (time-ordered UUIDs, src/uuid7.c) skips the speculative insertion.
  */
 #define INSERT_BATCH_SQL(on_conflict, mark, nb_column, nb_value) \
+	INSERT_BATCH_SQL_X(on_conflict, mark, nb_column, nb_value, "", "")
+#define INSERT_BATCH_SQL_X(on_conflict, mark, nb_column, nb_value, more_unnest, more_alias) \
 	"WITH st AS MATERIALIZED (" \
 	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e" \
 	"                    WHERE e.session_id OPERATOR(pg_catalog.=) $1 ORDER BY e.idx DESC LIMIT 1)," \
@@ -94,8 +96,8 @@ local_try_lock_session(const char *session_id)
 	"         CASE WHEN i.settled THEN $2 END" nb_value \
 	"    FROM st, ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)," \
 	"                        pg_catalog.unnest($7), pg_catalog.unnest($8), pg_catalog.unnest($9)," \
-	"                        pg_catalog.unnest($11)) WITH ORDINALITY" \
-	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, not_before, ord)" \
+	"                        pg_catalog.unnest($11)" more_unnest ") WITH ORDINALITY" \
+	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, not_before" more_alias ", ord)" \
 	on_conflict \
 	"  RETURNING 1" \
 	") SELECT st.base, st.pending, (SELECT pg_catalog.count(*) FROM ins) AS inserted FROM st"
@@ -122,8 +124,9 @@ local_try_lock_session(const char *session_id)
  * The texts of one insert statement: `sql` is INSERT_BATCH_SQL or
  * INSERT_ONE_SQL, `single` and `distributed` the conflict clauses.
  */
-#define INSERT_TEXTS(sql, single, distributed, nb_column, nb_value) \
+#define INSERT_TEXTS(sql, single, distributed, nb_column, nb_value, sql_0_4) \
 	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1, sql(single, MARK_NONE, "", "")), \
+	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, sql_0_4), \
 	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_2, sql(single, MARK_FUNCTION, "", "")), \
 	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_3, sql(single, MARK_FUNCTION, nb_column, nb_value)), \
 	A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1, sql(distributed, MARK_NONE, "", "")), \
@@ -133,13 +136,14 @@ local_try_lock_session(const char *session_id)
 	A2_TEXT(A2_SHARD, A2_OBJECTS_0_3, sql(distributed, MARK_SHARD, nb_column, nb_value))
 
 #define INSERT_BATCH_PARAMS \
-	.nparams = 11, \
+	.nparams = 14, \
 	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("now", INT8OID), \
 		A2_PARAM("event_types", TEXTARRAYOID), A2_PARAM("payloads", JSONBARRAYOID), \
 		A2_PARAM("event_ids", TEXTARRAYOID), A2_PARAM("causes", JSONBARRAYOID), \
 		A2_PARAM("lanes", TEXTARRAYOID), A2_PARAM("batch_blocked", BOOLARRAYOID), \
 		A2_PARAM("settled", BOOLARRAYOID), A2_PARAM("want_pending", BOOLOID), \
-	A2_PARAM("not_befores", INT8ARRAYOID)}, \
+	A2_PARAM("not_befores", INT8ARRAYOID), A2_PARAM("queues", TEXTARRAYOID), \
+	A2_PARAM("priorities", INT4ARRAYOID), A2_PARAM("concurrency_keys", TEXTARRAYOID)}, \
 	.session_param = 1, .columns = A2_COLUMNS("base", "pending", "inserted")
 
 enum
@@ -149,17 +153,32 @@ enum
 	INSERT_BATCH_INSERTED
 };
 
+/*
+ * 0.4.0 (single node only: distributed mode refuses the dispatch fields,
+ * events.c): queue, priority and concurrency_key, NULL for the defaults.
+ */
+#define A2_APPLY(macro, ...) macro(__VA_ARGS__)
+#define BATCH_DISPATCH_X \
+	", not_before, queue, priority, concurrency_key", \
+	", i.not_before, i.queue, i.priority, i.concurrency_key", \
+	", pg_catalog.unnest($12), pg_catalog.unnest($13), pg_catalog.unnest($14)", \
+	", queue, priority, concurrency_key"
+#define ONE_DISPATCH_X \
+	", not_before, queue, priority, concurrency_key", ", $10, $11, $12, $13"
+
 /* In distributed mode event ids are unique per session (a pinned shard). */
 static A2Statement insert_batch = {
 	.name = "local.insert_batch",
 	.texts = {INSERT_TEXTS(INSERT_BATCH_SQL, ON_EVENT_ID, ON_SESSION_EVENT_ID,
-						   ", not_before", ", i.not_before")},
+						   ", not_before", ", i.not_before",
+						   A2_APPLY(INSERT_BATCH_SQL_X, ON_EVENT_ID, MARK_FUNCTION, BATCH_DISPATCH_X))},
 	INSERT_BATCH_PARAMS
 };
 
 static A2Statement insert_generated = {
 	.name = "local.insert_generated",
-	.texts = {INSERT_TEXTS(INSERT_BATCH_SQL, "", "", ", not_before", ", i.not_before")},
+	.texts = {INSERT_TEXTS(INSERT_BATCH_SQL, "", "", ", not_before", ", i.not_before",
+						   A2_APPLY(INSERT_BATCH_SQL_X, "", MARK_FUNCTION, BATCH_DISPATCH_X))},
 	INSERT_BATCH_PARAMS
 };
 
@@ -185,12 +204,14 @@ static A2Statement insert_generated = {
 	"              WHERE q.session_id OPERATOR(pg_catalog.=) $1 AND q.processed_at IS NULL) END AS pending"
 
 #define INSERT_ONE_PARAMS \
-	.nparams = 10, \
+	.nparams = 13, \
 	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("now", INT8OID), \
 		A2_PARAM("event_type", TEXTOID), A2_PARAM("payload", JSONBOID), \
 		A2_PARAM("event_id", TEXTOID), A2_PARAM("cause", JSONBOID), \
 		A2_PARAM("lane", TEXTOID), A2_PARAM("settled", BOOLOID), \
-	A2_PARAM("want_pending", BOOLOID), A2_PARAM("not_before", INT8OID)}, \
+	A2_PARAM("want_pending", BOOLOID), A2_PARAM("not_before", INT8OID), \
+	A2_PARAM("queue", TEXTOID), A2_PARAM("priority", INT4OID), \
+	A2_PARAM("concurrency_key", TEXTOID)}, \
 	.session_param = 1, .columns = A2_COLUMNS("idx", "pending")
 
 enum
@@ -203,13 +224,15 @@ static A2Statement insert_one = {
 	.name = "local.insert_one",
 	.texts = {INSERT_TEXTS(INSERT_ONE_SQL, " ON CONFLICT (event_id) DO NOTHING",
 						   " ON CONFLICT (session_id, event_id) DO NOTHING",
-						   ", not_before", ", $10")},
+						   ", not_before", ", $10",
+						   A2_APPLY(INSERT_ONE_SQL, " ON CONFLICT (event_id) DO NOTHING", MARK_FUNCTION, ONE_DISPATCH_X))},
 	INSERT_ONE_PARAMS
 };
 
 static A2Statement insert_one_generated = {
 	.name = "local.insert_one_generated",
-	.texts = {INSERT_TEXTS(INSERT_ONE_SQL, "", "", ", not_before", ", $10")},
+	.texts = {INSERT_TEXTS(INSERT_ONE_SQL, "", "", ", not_before", ", $10",
+						   A2_APPLY(INSERT_ONE_SQL, "", MARK_FUNCTION, ONE_DISPATCH_X))},
 	INSERT_ONE_PARAMS
 };
 
@@ -236,6 +259,12 @@ insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 		a2_bind_int8(&a, 10, ev->not_before);
 	else
 		a2_bind_null(&a, 10);
+	a2_bind_text(&a, 11, ev->queue);
+	if (ev->priority != 0)
+		a2_bind_int4(&a, 12, ev->priority);
+	else
+		a2_bind_null(&a, 12);
+	a2_bind_text(&a, 13, ev->concurrency_key);
 
 	out->inserted = a2_exec_latest(&a, SPI_OK_INSERT_RETURNING);
 	/* nothing of ours was written when the id was taken */
@@ -258,6 +287,10 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 	bool	   *settled = palloc(sizeof(bool) * count);
 	int64	   *not_before = palloc(sizeof(int64) * count);
 	bool	   *no_not_before = palloc(sizeof(bool) * count);
+	char	  **queues = palloc(sizeof(char *) * count);
+	int32	   *priorities = palloc(sizeof(int32) * count);
+	bool	   *no_priority = palloc(sizeof(bool) * count);
+	char	  **keys = palloc(sizeof(char *) * count);
 
 	a2_batch_blocked_lanes(events, count, blocked);
 	for (int i = 0; i < count; i++)
@@ -270,6 +303,10 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 		settled[i] = events[i].settled;
 		not_before[i] = events[i].not_before;
 		no_not_before[i] = !events[i].has_not_before;
+		queues[i] = events[i].queue;
+		priorities[i] = events[i].priority;
+		no_priority[i] = events[i].priority == 0;
+		keys[i] = events[i].concurrency_key;
 	}
 	a2_args_init(&a, generated ? &insert_generated : &insert_batch);
 	a2_bind(&a, 1, TEXTOID, session);
@@ -283,6 +320,9 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 	a2_bind(&a, 9, BOOLARRAYOID, a2_bool_array(settled, count));
 	a2_bind_bool(&a, 10, need_pending);
 	a2_bind(&a, 11, INT8ARRAYOID, a2_int8_array(not_before, no_not_before, count));
+	a2_bind(&a, 12, TEXTARRAYOID, a2_text_array(queues, count));
+	a2_bind(&a, 13, INT4ARRAYOID, a2_int4_array(priorities, no_priority, count));
+	a2_bind(&a, 14, TEXTARRAYOID, a2_text_array(keys, count));
 	a2_exec_latest(&a, SPI_OK_SELECT);
 	out->base = a2_col_int64(0, INSERT_BATCH_BASE);
 	out->pending = a2_col_bool(0, INSERT_BATCH_PENDING);
@@ -559,10 +599,10 @@ local_read_states(const A2StateRequests *req, const char *reducer,
  * coordinator) walks the distributed table through Citus with these
  * (citus_walk.c).
  */
-#define NEXT_CANDIDATE_SQL(key) \
+#define NEXT_CANDIDATE_SQL(key, plain) \
 	"SELECT e.session_id, " key " AS available_at" \
 	"  FROM @extschema@.a2_events e" \
-	" WHERE " A2_AVAILABLE_PRED \
+	" WHERE " A2_AVAILABLE_PRED plain \
 	"   AND " key " OPERATOR(pg_catalog.<=) $1" \
 	"   AND (" key ", e.session_id) OPERATOR(pg_catalog.>) ($2, $3)" \
 	" ORDER BY " key ", e.session_id" \
@@ -571,8 +611,9 @@ local_read_states(const A2StateRequests *req, const char *reducer,
 static A2Statement next_candidate = {
 	.name = "local.next_candidate",
 	.texts = {
-		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1, NEXT_CANDIDATE_SQL(A2_AVAILABLE_KEY_0_1)),
-		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_3, NEXT_CANDIDATE_SQL(A2_AVAILABLE_KEY)),
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1, NEXT_CANDIDATE_SQL(A2_AVAILABLE_KEY_0_1, "")),
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_3, NEXT_CANDIDATE_SQL(A2_AVAILABLE_KEY, "")),
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4, NEXT_CANDIDATE_SQL(A2_AVAILABLE_KEY, A2_AVAILABLE_PLAIN)),
 	},
 	.nparams = 3,
 	.params = {A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),
@@ -580,9 +621,9 @@ static A2Statement next_candidate = {
 	.columns = A2_COLUMNS("session_id", "available_at")
 };
 
-#define NEXT_AFTER_NOW_SQL(key) \
+#define NEXT_AFTER_NOW_SQL(key, plain) \
 	"SELECT " key " AS available_at FROM @extschema@.a2_events e" \
-	" WHERE " A2_AVAILABLE_PRED \
+	" WHERE " A2_AVAILABLE_PRED plain \
 	"   AND " key " OPERATOR(pg_catalog.>) $1" \
 	" ORDER BY " key \
 	" LIMIT 1"
@@ -590,8 +631,9 @@ static A2Statement next_candidate = {
 static A2Statement next_after_now = {
 	.name = "local.next_after_now",
 	.texts = {
-		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1, NEXT_AFTER_NOW_SQL(A2_AVAILABLE_KEY_0_1)),
-		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_3, NEXT_AFTER_NOW_SQL(A2_AVAILABLE_KEY)),
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1, NEXT_AFTER_NOW_SQL(A2_AVAILABLE_KEY_0_1, "")),
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_3, NEXT_AFTER_NOW_SQL(A2_AVAILABLE_KEY, "")),
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4, NEXT_AFTER_NOW_SQL(A2_AVAILABLE_KEY, A2_AVAILABLE_PLAIN)),
 	},
 	.nparams = 1, .params = {A2_PARAM("now", INT8OID)},
 	.columns = A2_COLUMNS("available_at")

@@ -102,6 +102,8 @@ static A2Statement redrive_listed = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, REDRIVE_LISTED_SQL("", A2_EVENT_COLUMNS_0_1)),
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3,
 				REDRIVE_LISTED_SQL(", not_before = NULL", A2_EVENT_COLUMNS_0_3)),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_4,
+				REDRIVE_LISTED_SQL(", not_before = NULL", A2_EVENT_COLUMNS)),
 	},
 	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("indexes", INT8ARRAYOID)},
 	.session_param = 1, .columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES)

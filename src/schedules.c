@@ -42,7 +42,6 @@ PG_FUNCTION_INFO_V1(a2_schedule_ticks);
 PG_FUNCTION_INFO_V1(a2_schedule_check);
 PG_FUNCTION_INFO_V1(a2_schedule_plan);
 PG_FUNCTION_INFO_V1(a2_schedule_wake);
-PG_FUNCTION_INFO_V1(a2_store_clock_ms);
 
 /* the most ticks a2_schedule_ticks returns in one call */
 #define A2_TICKS_MAX	100000
@@ -263,9 +262,3 @@ a2_schedule_wake(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* a2_store_clock_ms(): one reading of the store clock (a2.now or the wall clock) */
-Datum
-a2_store_clock_ms(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_INT64(a2_clock_now_ms());
-}

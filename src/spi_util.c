@@ -111,6 +111,16 @@ a2_int8_array(int64 *values, bool *nulls, int count)
 }
 
 Datum
+a2_int4_array(int32 *values, bool *nulls, int count)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(count, 1));
+
+	for (int i = 0; i < count; i++)
+		d[i] = Int32GetDatum(values[i]);
+	return build_array(d, nulls, count, INT4OID, 4, true, TYPALIGN_INT);
+}
+
+Datum
 a2_bool_array(bool *values, int count)
 {
 	Datum	   *d = palloc(sizeof(Datum) * Max(count, 1));

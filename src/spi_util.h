@@ -26,5 +26,6 @@ extern Datum a2_text_array(char **values, int count);
 extern Datum a2_jsonb_array(Jsonb **values, int count);
 extern Datum a2_int8_array(int64 *values, bool *nulls, int count);
 extern Datum a2_bool_array(bool *values, int count);
+extern Datum a2_int4_array(int32 *values, bool *nulls, int count);
 
 #endif							/* A2_SPI_UTIL_H */

@@ -21,6 +21,8 @@
 	X(events) \
 	X(read) \
 	X(claim) \
+	X(limits) \
+	X(dispatch_walk) \
 	X(renew) \
 	X(complete) \
 	X(fail) \

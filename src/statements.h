@@ -165,4 +165,11 @@ a2_has_not_before(void)
 	return a2_installed_objects() >= A2_OBJECTS_0_3;
 }
 
+/* a2_has_dispatch(): a2_events has 0.4.0's queue, priority, concurrency_key */
+static inline bool
+a2_has_dispatch(void)
+{
+	return a2_installed_objects() >= A2_OBJECTS_0_4;
+}
+
 #endif							/* A2_STATEMENTS_H */

@@ -252,8 +252,8 @@ a2_json_check_keys(JsonbContainer *obj, const char *const *accepted,
 
 /* The keys of docs/json.md's input shapes for append and complete */
 static const char *const cause_keys[] = {"index", "attempt", "batchSize", NULL};
-static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", "notBefore", NULL};
-static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", "notBefore", NULL};
+static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", "notBefore", "queue", "priority", "concurrencyKey", NULL};
+static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", "notBefore", "queue", "priority", "concurrencyKey", NULL};
 
 static void
 parse_cause(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
@@ -367,6 +367,28 @@ a2_parse_events(Jsonb *events, const char *session_id, bool for_complete,
 						   "events[%d].notBefore must be a finite timestamp within 8.64e15 milliseconds of 1970-01-01.", i);
 			ev->has_not_before = true;
 		}
+
+		/* 0.4.0 dispatch fields; the defaults are stored as NULL */
+		snprintf(path, sizeof(path), "events[%d].queue", i);
+		if (a2_json_field(obj, "queue", &f))
+		{
+			ev->queue = a2_json_name_field(&f, "events", session_id, path);
+			if (strcmp(ev->queue, "default") == 0)
+				ev->queue = NULL;
+		}
+		snprintf(path, sizeof(path), "events[%d].priority", i);
+		if (a2_json_field(obj, "priority", &f))
+		{
+			int64		prio;
+
+			if (!a2_json_int64(&f, &prio) || prio < A2_MIN_PRIORITY || prio > A2_MAX_PRIORITY)
+				a2_invalid("events", session_id, "%s must be an integer from %d to %d.",
+						   path, A2_MIN_PRIORITY, A2_MAX_PRIORITY);
+			ev->priority = (int32) prio;
+		}
+		snprintf(path, sizeof(path), "events[%d].concurrencyKey", i);
+		if (a2_json_field(obj, "concurrencyKey", &f))
+			ev->concurrency_key = a2_json_name_field(&f, "events", session_id, path);
 	}
 	*count = n;
 	return out;

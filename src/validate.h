@@ -33,7 +33,14 @@ typedef struct A2EventInput
 	bool		settled;
 	bool		has_not_before; /* notBefore given (docs/semantics.md, "Scheduling") */
 	int64		not_before;		/* epoch ms, when has_not_before */
+	char	   *queue;			/* NULL: 'default' (stored as NULL) */
+	int32		priority;		/* 0: default (stored as NULL) */
+	char	   *concurrency_key;	/* NULL: no key */
 } A2EventInput;
+
+/* The bounds of an event's "priority" (docs/json.md). */
+#define A2_MIN_PRIORITY (-32768)
+#define A2_MAX_PRIORITY 32767
 
 /* Required arguments: NULL raises 22004 naming the argument. */
 extern void a2_require_arg(FunctionCallInfo fcinfo, int argno, const char *name);

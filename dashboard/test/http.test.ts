@@ -279,23 +279,11 @@ test('served under a base path, as behind a reverse proxy', async () => {
   assert.equal((await a.req('/static/app.js')).status, 200)
 })
 
-test('queues, cancel and schedules pages light up when their functions exist (0.4.0 names)', async () => {
-  // a2_cancel and the schedule functions are the extension's own; the
-  // queue functions are not in this build yet, so stand-ins with the names
-  // docs/functions.md will give them, made members of the extension so
-  // that the dashboard's pg_proc detection finds them.
+test('queues, cancel and schedules pages light up with the 0.4.0 functions', async () => {
+  // the extension's own a2_list_queues/a2_pause_queue, a2_cancel and
+  // schedule functions, found by the dashboard's pg_proc detection
   await c.query(`
-    CREATE TABLE dash_q (queue text PRIMARY KEY, paused boolean NOT NULL DEFAULT false);
-    INSERT INTO dash_q VALUES ('default'), ('emails');
-    CREATE FUNCTION a2_list_queues() RETURNS TABLE (queue text, paused boolean, available bigint, leased bigint)
-      LANGUAGE sql AS $$ SELECT queue, paused, 3::bigint, 1::bigint FROM dash_q ORDER BY queue $$;
-    CREATE FUNCTION a2_pause_queue(queue text) RETURNS jsonb LANGUAGE sql AS $$ UPDATE dash_q SET paused = true WHERE dash_q.queue = $1 RETURNING '{}'::jsonb $$;
-    CREATE FUNCTION a2_resume_queue(queue text) RETURNS jsonb LANGUAGE sql AS $$ UPDATE dash_q SET paused = false WHERE dash_q.queue = $1 RETURNING '{}'::jsonb $$;
-    ALTER EXTENSION a2 ADD FUNCTION a2_list_queues();
-    ALTER EXTENSION a2 ADD FUNCTION a2_pause_queue(text);
-    ALTER EXTENSION a2 ADD FUNCTION a2_resume_queue(text);
-    GRANT SELECT ON dash_q TO ${MONITOR};
-    REVOKE EXECUTE ON FUNCTION a2_pause_queue(text), a2_resume_queue(text) FROM PUBLIC;
+    SELECT a2_append('mail-1', '[{"type": "mail.send", "queue": "emails"}]');
     SELECT a2_schedule('nightly', '0 3 * * *', 'reports', '{"type": "report.nightly"}');
   `)
   try {
@@ -310,7 +298,7 @@ test('queues, cancel and schedules pages light up when their functions exist (0.
     const csrf = await a.csrf()
     const done = await a.req('/actions/queue', { form: [['csrf', csrf], ['queue', 'emails'], ['op', 'pause'], ['confirmed', 'yes']] })
     assert.match(done.text, /Paused queue emails\./)
-    assert.equal((await c.query("SELECT paused FROM dash_q WHERE queue = 'emails'")).rows[0].paused, true)
+    assert.equal((await c.query("SELECT paused FROM a2_list_queues() WHERE queue = 'emails'")).rows[0].paused, true)
     assert.match((await a.req('/queues')).text, /Resume/)
     // cancel: a button on a live event of a session's timeline, and the real a2_cancel
     const sp = await a.req('/session?id=shop-004')
@@ -334,10 +322,8 @@ test('queues, cancel and schedules pages light up when their functions exist (0.
   } finally {
     await c.query(`
       SELECT a2_unschedule('nightly');
-      ALTER EXTENSION a2 DROP FUNCTION a2_list_queues(); ALTER EXTENSION a2 DROP FUNCTION a2_pause_queue(text);
-      ALTER EXTENSION a2 DROP FUNCTION a2_resume_queue(text);
-      DROP FUNCTION a2_list_queues(), a2_pause_queue(text), a2_resume_queue(text);
-      DROP TABLE dash_q;`)
+      SELECT a2_resume_queue('emails');
+      SELECT a2_cancel('mail-1');`)
   }
 })
 

@@ -62,35 +62,35 @@ static A2Statement local_shards = {
  * from these pieces, one WALK_*_SHARD per shard, joined by UNION ALL: the
  * first entry available at $1 after ($2, $3), and the first
  * available-since time after $1.  `key` is layer.h's key of
- * a2_events_available for the installed objects; `shard` the shard id.
+ * a2_events_default_available for the installed objects; `shard` the shard id.
  * The samples show a node that holds a2_events' shards 102008 and 102010.
  */
 #define WALK_UNION " UNION ALL "
 
 #define WALK_NEXT_OPEN "SELECT u.session_id, u.available_at FROM ("
-#define WALK_NEXT_SHARD(key, shard) \
+#define WALK_NEXT_SHARD(key, shard, plain) \
 	"(SELECT e.session_id, " key " AS available_at" \
 	" FROM @extschema@.a2_events_" shard " e" \
-	" WHERE " A2_AVAILABLE_PRED \
+	" WHERE " A2_AVAILABLE_PRED plain \
 	"   AND " key " OPERATOR(pg_catalog.<=) $1" \
 	"   AND (" key ", e.session_id) OPERATOR(pg_catalog.>) ($2, $3)" \
 	" ORDER BY " key ", e.session_id LIMIT 1)"
 #define WALK_NEXT_CLOSE ") u ORDER BY u.available_at, u.session_id LIMIT 1"
-#define WALK_NEXT_SAMPLE(key) \
-	WALK_NEXT_OPEN WALK_NEXT_SHARD(key, "102008") WALK_UNION \
-	WALK_NEXT_SHARD(key, "102010") WALK_NEXT_CLOSE
+#define WALK_NEXT_SAMPLE(key, plain) \
+	WALK_NEXT_OPEN WALK_NEXT_SHARD(key, "102008", plain) WALK_UNION \
+	WALK_NEXT_SHARD(key, "102010", plain) WALK_NEXT_CLOSE
 
 #define WALK_RETRY_OPEN "SELECT pg_catalog.min(u.available_at) AS retry_at FROM ("
-#define WALK_RETRY_SHARD(key, shard) \
+#define WALK_RETRY_SHARD(key, shard, plain) \
 	"(SELECT " key " AS available_at" \
 	" FROM @extschema@.a2_events_" shard " e" \
-	" WHERE " A2_AVAILABLE_PRED \
+	" WHERE " A2_AVAILABLE_PRED plain \
 	"   AND " key " OPERATOR(pg_catalog.>) $1" \
 	" ORDER BY " key " LIMIT 1)"
 #define WALK_RETRY_CLOSE ") u"
-#define WALK_RETRY_SAMPLE(key) \
-	WALK_RETRY_OPEN WALK_RETRY_SHARD(key, "102008") WALK_UNION \
-	WALK_RETRY_SHARD(key, "102010") WALK_RETRY_CLOSE
+#define WALK_RETRY_SAMPLE(key, plain) \
+	WALK_RETRY_OPEN WALK_RETRY_SHARD(key, "102008", plain) WALK_UNION \
+	WALK_RETRY_SHARD(key, "102010", plain) WALK_RETRY_CLOSE
 
 enum
 {
@@ -102,8 +102,9 @@ static A2Statement shard_next = {
 	.name = "citus_walk.next",
 	.dynamic = true,
 	.texts = {
-		A2_TEXT(A2_LOCAL, A2_OBJECTS_0_1, WALK_NEXT_SAMPLE(A2_AVAILABLE_KEY_0_1)),
-		A2_TEXT(A2_LOCAL, A2_OBJECTS_0_3, WALK_NEXT_SAMPLE(A2_AVAILABLE_KEY)),
+		A2_TEXT(A2_LOCAL, A2_OBJECTS_0_1, WALK_NEXT_SAMPLE(A2_AVAILABLE_KEY_0_1, "")),
+		A2_TEXT(A2_LOCAL, A2_OBJECTS_0_3, WALK_NEXT_SAMPLE(A2_AVAILABLE_KEY, "")),
+		A2_TEXT(A2_LOCAL, A2_OBJECTS_0_4, WALK_NEXT_SAMPLE(A2_AVAILABLE_KEY, A2_AVAILABLE_PLAIN)),
 	},
 	.nparams = 3, .params = {
 		A2_PARAM("now", INT8OID), A2_PARAM("after_at", INT8OID),
@@ -120,8 +121,9 @@ static A2Statement shard_retry = {
 	.name = "citus_walk.retry_at",
 	.dynamic = true,
 	.texts = {
-		A2_TEXT(A2_LOCAL, A2_OBJECTS_0_1, WALK_RETRY_SAMPLE(A2_AVAILABLE_KEY_0_1)),
-		A2_TEXT(A2_LOCAL, A2_OBJECTS_0_3, WALK_RETRY_SAMPLE(A2_AVAILABLE_KEY)),
+		A2_TEXT(A2_LOCAL, A2_OBJECTS_0_1, WALK_RETRY_SAMPLE(A2_AVAILABLE_KEY_0_1, "")),
+		A2_TEXT(A2_LOCAL, A2_OBJECTS_0_3, WALK_RETRY_SAMPLE(A2_AVAILABLE_KEY, "")),
+		A2_TEXT(A2_LOCAL, A2_OBJECTS_0_4, WALK_RETRY_SAMPLE(A2_AVAILABLE_KEY, A2_AVAILABLE_PLAIN)),
 	},
 	.nparams = 1, .params = {A2_PARAM("now", INT8OID)},
 	.columns = A2_COLUMNS("retry_at")
@@ -145,6 +147,7 @@ static bool
 walk_local_shards(void)
 {
 	const char *key = a2_available_key();
+	const char *plain = a2_has_dispatch() ? A2_AVAILABLE_PLAIN : "";
 	StringInfoData next;
 	StringInfoData retry;
 	A2Args		a;
@@ -169,10 +172,10 @@ walk_local_shards(void)
 			appendStringInfoString(&next, WALK_UNION);
 			appendStringInfoString(&retry, WALK_UNION);
 		}
-		appendStringInfo(&next, WALK_NEXT_SHARD("%1$s", "%2$lld"),
-						 key, (long long) shard);
-		appendStringInfo(&retry, WALK_RETRY_SHARD("%1$s", "%2$lld"),
-						 key, (long long) shard);
+		appendStringInfo(&next, WALK_NEXT_SHARD("%1$s", "%2$lld", "%3$s"),
+						 key, (long long) shard, plain);
+		appendStringInfo(&retry, WALK_RETRY_SHARD("%1$s", "%2$lld", "%3$s"),
+						 key, (long long) shard, plain);
 	}
 	appendStringInfoString(&next, WALK_NEXT_CLOSE);
 	appendStringInfoString(&retry, WALK_RETRY_CLOSE);

@@ -82,7 +82,7 @@ NOW_MS = 1767229200000				# NOW in epoch milliseconds
 LEVELS = {'rc': 'READ COMMITTED', 'rr': 'REPEATABLE READ', 'ser': 'SERIALIZABLE'}
 OPS = ['append', 'caused_append', 'claim', 'claim_next', 'renew', 'complete', 'fail',
        'redrive', 'cancel', 'put_snapshots', 'read_state', 'presence_set', 'presence_read',
-       'drop_session']
+       'drop_session', 'claim_queues']
 READERS = {'read_state', 'presence_read', 'claim_next'}
 SNAPSHOT_READS = {'read_state', 'presence_read'}
 RETRY = '40001'
@@ -188,10 +188,10 @@ class TxState:
 		return self.attempts.get((sid, 1), 1)
 
 	def learn(self, op, value):
-		if not value or op not in ('claim', 'claim_next'):
+		if not value or op not in ('claim', 'claim_next', 'claim_queues'):
 			return
 		doc = json.loads(value)
-		groups = [doc.get('events') or []] if op == 'claim' else \
+		groups = [doc.get('events') or []] if op in ('claim', 'claim_queues') else \
 			[c['events'] for c in doc.get('claims') or []]
 		for events in groups:
 			for e in events:
@@ -210,6 +210,8 @@ def op_sql(op, target, tx, skip=None):
 			[{'id': '%s:c%d' % (s, x), 'type': 't', 'cause': {'index': 1, 'attempt': a}}]))
 	if op == 'claim':
 		return 'SELECT a2_claim(%s, %s, 60000)' % (lit(s), lit(w))
+	if op == 'claim_queues':		# 0.4.0: a claim limited to queues (the fixture's are 'default')
+		return "SELECT a2_claim(%s, %s, 60000, NULL, '{}', '{default}')" % (lit(s), lit(w))
 	if op == 'claim_next':
 		if skip is None:
 			return 'SELECT a2_claim_next(%s, 60000, %d)' % (

@@ -9,7 +9,7 @@
 -- calls.  The test floods 20 sessions with new work before every call and
 -- checks both.
 --
--- Cost.  One call reads the index a2_events_available from the oldest
+-- Cost.  One call reads the index a2_events_default_available from the oldest
 -- entry and never scans the table: checked with the transaction's own
 -- statistics (pg_stat_xact_user_tables), which count sequential scans and
 -- the rows index scans fetched.  The same call fetches the same number of

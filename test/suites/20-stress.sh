@@ -9,7 +9,9 @@
 # causes, lanes and notBefore (past, now, due within 3 s, a day ahead), and
 # writing pinned snapshots while short leases expire under them), then the
 # invariant checker (test/stress/invariants.sql), which includes "no event
-# is claimed before its not_before".  Fails on any failed transaction,
+# is claimed before its not_before"; then a dispatch-control phase
+# (test/stress/limits.sql) whose invariant is "never over a concurrency
+# limit".  Fails on any failed transaction,
 # deadlock, unexpected error or violated invariant.
 #
 # Duration: 20 s by default; A2_SOAK_SECONDS=N for a longer soak.
@@ -39,6 +41,20 @@ inv_rc=0
 inv_out=$(psql -X -v ON_ERROR_STOP=1 -f "$root/test/stress/invariants.sql" 2>&1) || inv_rc=1
 printf '%s\n' "$inv_out"
 [[ $inv_rc -eq 0 ]] || rc=1
+
+# Dispatch control (0.4.0): queues, priorities, concurrency and rate limits
+# and pause under concurrent claimers; every claim is followed by the check
+# "never over a concurrency limit" (test/stress/limits.sql).
+echo
+a2_log "stress: dispatch control (limits)"
+psql -X -q -v ON_ERROR_STOP=1 -f "$root/test/stress/limits.sql" >/dev/null || rc=1
+lim_seconds=$(( STRESS_SECONDS < 10 ? STRESS_SECONDS : 10 ))
+lim_out=$(pgbench -n -c "${STRESS_CLIENTS:-4}" -j 2 -T "$lim_seconds" --max-tries=1 \
+	-f "$root/test/stress/limits.pgbench" 2>&1) || { rc=1; printf '%s\n' "$lim_out" | tail -20; }
+grep -E '^number of (transactions actually processed|failed transactions)' <<<"$lim_out" || true
+psql -X -q -v ON_ERROR_STOP=1 -c "SELECT lstress_check()" >/dev/null || rc=1
+printf 'limits phase: worst committed live leases per key (limit): %s\n' \
+	"$(psql -X -At -c "SELECT string_agg(s.key || '=' || s.worst || '(' || m.max_leased || ')', ' ' ORDER BY s.key) FROM lstress_seen s JOIN lstress_max m USING (key)")"
 
 if [[ $rc -ne 0 ]]; then
 	a2_warn "stress: FAILED; database $db kept for inspection"

@@ -10,7 +10,7 @@
 #     /metrics parsed as Prometheus text and compared with a2_metrics(), a
 #     monitor role read-only (no action shown, 403), CSRF, token and basic
 #     auth, the flags, redrive of one / a selection / all that match, the
-#     0.4.0 pages lit up by stand-in functions, and everything through
+#     0.4.0 pages (queues, cancel, schedules), and everything through
 #     pgbouncer (required here: A2_DASHBOARD_REQUIRE_PGBOUNCER=1).
 #  4. the browser tests in Debian's chromium, driven by playwright-core:
 #     installed here with apt-get when missing; where it cannot be

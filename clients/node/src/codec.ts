@@ -15,6 +15,7 @@
 import { A2Error } from './errors.js'
 import type {
   AppendEvent,
+  DispatchFields,
   Event,
   EventCause,
   PresenceRow,
@@ -56,6 +57,14 @@ const causeJson = (c: EventCause): Json =>
 const notBeforeJson = (v: Date | string | null | undefined, what: string): unknown =>
   v === null || v === undefined ? undefined : v instanceof Date ? isoText(v, what) : v
 
+/** a2 0.4.0: queue, priority, concurrencyKey, only when given. */
+const dispatchJson = (e: DispatchFields): Json =>
+  defined({
+    queue: e.queue ?? undefined,
+    priority: e.priority ?? undefined,
+    concurrencyKey: e.concurrencyKey ?? undefined,
+  })
+
 export const appendEventJson = (e: AppendEvent, id: string | undefined, i = 0): Json =>
   defined({
     id,
@@ -65,6 +74,7 @@ export const appendEventJson = (e: AppendEvent, id: string | undefined, i = 0): 
     lane: e.lane ?? undefined,
     settled: e.settled,
     notBefore: notBeforeJson(e.notBefore, `events[${i}].notBefore`),
+    ...dispatchJson(e),
   })
 
 export const returnedEventJson = (e: ReturnedEvent, i = 0): Json =>
@@ -75,6 +85,7 @@ export const returnedEventJson = (e: ReturnedEvent, i = 0): Json =>
     lane: e.lane ?? undefined,
     settled: e.settled,
     notBefore: notBeforeJson(e.notBefore, `events[${i}].notBefore`),
+    ...dispatchJson(e),
   })
 
 export const snapshotWriteJson = (w: StoreSnapshotWrite): Json =>
@@ -157,6 +168,10 @@ export const toStored = (v: unknown): StoredEvent => {
     claimExpiresAt: dateOrNull(e['claimExpiresAt']),
   }
   if (e['notBefore'] !== null && e['notBefore'] !== undefined) stored.notBefore = date(e['notBefore'])
+  // a2 0.4.0, each only when the server sent it
+  if (typeof e['queue'] === 'string') stored.queue = e['queue']
+  if (e['priority'] !== null && e['priority'] !== undefined) stored.priority = Number(e['priority'])
+  if (typeof e['concurrencyKey'] === 'string') stored.concurrencyKey = e['concurrencyKey']
   // cancelledAt and cancelReason (a2 0.4.0): only on a cancelled event
   if (e['cancelledAt'] !== null && e['cancelledAt'] !== undefined) {
     stored.cancelledAt = date(e['cancelledAt'])

@@ -20,6 +20,7 @@ import { supersededError, toA2Error } from './errors.js'
 import type {
   A2CompleteResult,
   A2Controls,
+  A2DispatchControl,
   A2FailResult,
   A2Store,
   Clock,
@@ -35,7 +36,7 @@ import type {
  * contract has it: a stale attempt's completion or failure resolves
  * `{ outcome: 'superseded' }` (README "Stale attempts").
  */
-export type A2ContractOperations = Omit<A2Store, 'stream'> & A2Controls
+export type A2ContractOperations = Omit<A2Store, 'stream'> & A2Controls & A2DispatchControl
 
 /**
  * The strict form of the same calls: `completeAttempt` and `failAttempt`
@@ -44,7 +45,7 @@ export type A2ContractOperations = Omit<A2Store, 'stream'> & A2Controls
  * `store.transaction` hands its callback, and what the store's own calls
  * are with `superseded: 'throw'`. The narrower results still make an A2Store.
  */
-export type A2Operations = Omit<A2Store, 'stream' | 'completeAttempt' | 'failAttempt'> & A2Controls & {
+export type A2Operations = Omit<A2Store, 'stream' | 'completeAttempt' | 'failAttempt'> & A2Controls & A2DispatchControl & {
   completeAttempt(options: StoreCompleteOptions): Promise<A2CompleteResult>
   failAttempt(options: StoreFailOptions): Promise<A2FailResult>
 }
@@ -63,6 +64,8 @@ export type OperationContext = {
 }
 
 type Json = Record<string, unknown>
+
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v))
 
 export function operations(
   ctx: OperationContext,
@@ -98,6 +101,23 @@ export function operations(
     }
   }
 
+  // A set-returning function's rows as one jsonb array, the clock first
+  // (a scalar subquery in the select list runs after the FROM's set_config).
+  const rowsOf = async (name: string): Promise<Json[]> => {
+    try {
+      const q = sql.call(name, [], [], clock)
+      const text = q.text.replace(
+        `SELECT ${sql.fn(name)}() AS r`,
+        `SELECT (SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.to_jsonb(x)), '[]'::jsonb) FROM ${sql.fn(name)}() x) AS r`,
+      )
+      const c = await handle()
+      const { rows } = await c.query(text, q.values)
+      return parseResult(rows[0]?.['r']) as Json[]
+    } catch (err) {
+      throw toA2Error(err)
+    }
+  }
+
   return {
     async append(sessionId, events) {
       const r = (await run('a2_append', ['$1::text', '$2::jsonb'], () => [
@@ -120,16 +140,88 @@ export function operations(
       return r.map(toStored)
     },
 
-    async claimAvailable({ sessionId, holder, ttlMs, expiresAtMs, excludeIndexes }) {
+    async claimNext({ holder, ttlMs, maxSessions, expiresAtMs, queues }) {
+      const r = (await run(
+        'a2_claim_next',
+        ['$1::text', '$2::bigint', '$3::integer', '$4::timestamptz'].concat(
+          queues === undefined ? [] : ['$5::text[]'],
+        ),
+        () => [
+          holder,
+          ttlMs,
+          maxSessions ?? 1,
+          expiresAtMs === undefined ? null : isoText(expiresAtMs, 'expiresAtMs'),
+          ...(queues === undefined ? [] : [[...queues]]),
+        ],
+      )) as Json
+      return {
+        claims: (r['claims'] as Json[]).map((c) => ({
+          sessionId: c['sessionId'] as string,
+          events: (c['events'] as unknown[]).map(toStored),
+        })),
+        retryAt: r['retryAt'] === null || r['retryAt'] === undefined ? null : new Date(r['retryAt'] as string),
+      }
+    },
+
+    async setConcurrencyLimit(key, maxLeased) {
+      await run('a2_set_concurrency_limit', ['$1::text', '$2::integer'], () => [key, maxLeased], false)
+    },
+
+    async setRateLimit(key, maxClaims, perMs) {
+      await run('a2_set_rate_limit', ['$1::text', '$2::integer', '$3::bigint'], () => [key, maxClaims, perMs], false)
+    },
+
+    async pauseQueue(queue) {
+      const r = (await run('a2_pause_queue', ['$1::text'], () => [queue], false)) as Json
+      return r['changed'] === true
+    },
+
+    async resumeQueue(queue) {
+      const r = (await run('a2_resume_queue', ['$1::text'], () => [queue])) as Json
+      return r['changed'] === true
+    },
+
+    async listQueues() {
+      const r = await rowsOf('a2_list_queues')
+      return r.map((q) => ({
+        queue: q['queue'] as string,
+        paused: q['paused'] === true,
+        available: Number(q['available']),
+        leased: Number(q['leased']),
+        scheduled: Number(q['scheduled']),
+        oldestAvailableAt:
+          q['oldest_available_at'] === null ? null : new Date(q['oldest_available_at'] as string),
+        keysAtLimit: [...(q['keys_at_limit'] as string[])],
+      }))
+    },
+
+    async listLimits() {
+      const r = await rowsOf('a2_list_limits')
+      return r.map((l) => ({
+        key: l['key'] as string,
+        maxLeased: numOrNull(l['max_leased']),
+        leased: Number(l['leased']),
+        rateMax: numOrNull(l['rate_max']),
+        ratePerMs: numOrNull(l['rate_per_ms']),
+        claimsInWindow: Number(l['claims_in_window']),
+        atLimit: l['at_limit'] === true,
+      }))
+    },
+
+    async claimAvailable({ sessionId, holder, ttlMs, expiresAtMs, excludeIndexes, queues }) {
+      // queues (a2 0.4.0) is sent only when given, so a 0.3.0 server still serves the rest
       const r = (await run(
         'a2_claim',
-        ['$1::text', '$2::text', '$3::bigint', '$4::timestamptz', '$5::bigint[]'],
+        ['$1::text', '$2::text', '$3::bigint', '$4::timestamptz', '$5::bigint[]'].concat(
+          queues === undefined ? [] : ['$6::text[]'],
+        ),
         () => [
           sessionId,
           holder,
           ttlMs,
           expiresAtMs === undefined ? null : isoText(expiresAtMs, 'expiresAtMs'),
           [...(excludeIndexes ?? [])],
+          ...(queues === undefined ? [] : [[...queues]]),
         ],
       )) as Json
       switch (r['outcome']) {

@@ -45,6 +45,12 @@ export type StoredEvent = Event & {
    * the event has one, so events without it keep the seed's exact shape.
    */
   notBefore?: Date
+  /** a2 0.4.0: the event's queue; present only when not 'default'. */
+  queue?: string
+  /** a2 0.4.0: its priority; present only when not 0. */
+  priority?: number
+  /** a2 0.4.0: its concurrency key; present only when set. */
+  concurrencyKey?: string
   /**
    * a2 0.4.0 cancel: when a2_cancel cancelled the event (processedAt is the
    * same time, processedByAttempt stays null). Present only on a cancelled
@@ -52,6 +58,19 @@ export type StoredEvent = Event & {
    */
   cancelledAt?: Date
   cancelReason?: string | null
+}
+
+/**
+ * a2 0.4.0 dispatch fields of an appended or returned event (docs/json.md):
+ * sent only when given.
+ */
+export type DispatchFields = {
+  /** The queue (default 'default'). */
+  queue?: string | null | undefined
+  /** -32768..32767, higher first within a queue (default 0). */
+  priority?: number | null | undefined
+  /** The key whose concurrency and rate limits apply to its claims. */
+  concurrencyKey?: string | null | undefined
 }
 
 /** One event to append. A missing id is generated. */
@@ -68,7 +87,7 @@ export type AppendEvent = {
    * the server parses, e.g. ISO-8601). Sent only when given.
    */
   notBefore?: Date | string | null | undefined
-}
+} & DispatchFields
 
 /** One event a handler returns from its attempt: it needs an id. */
 export type ReturnedEvent = {
@@ -79,7 +98,7 @@ export type ReturnedEvent = {
   settled?: boolean | undefined
   /** a2 0.3.0: a delayed event (a durable timer). Sent only when given. */
   notBefore?: Date | string | null | undefined
-}
+} & DispatchFields
 
 export type StoreAppendResult = {
   events: StoredEvent[]
@@ -99,6 +118,66 @@ export type StoreClaimOptions = {
   /** Replaces `now + ttlMs` as the lease expiry (epoch milliseconds). */
   expiresAtMs?: number | undefined
   excludeIndexes?: readonly number[] | undefined
+  /** a2 0.4.0: only events in these queues (default: every queue not paused). */
+  queues?: readonly string[] | undefined
+}
+
+/** a2 0.4.0: a2_claim_next's options. */
+export type StoreClaimNextOptions = {
+  holder: string
+  ttlMs: number
+  /** Sessions to claim at most (default 1). */
+  maxSessions?: number | undefined
+  /** Replaces `now + ttlMs` as the lease expiry (epoch milliseconds). */
+  expiresAtMs?: number | undefined
+  /** Only these queues (default: every queue not paused). */
+  queues?: readonly string[] | undefined
+}
+
+/** a2_claim_next's answer: the sessions claimed, and when to look again. */
+export type StoreClaimNextResult = {
+  claims: { sessionId: string; events: StoredEvent[] }[]
+  retryAt: Date | null
+}
+
+/** One row of a2_list_queues(). */
+export type QueueInfo = {
+  queue: string
+  paused: boolean
+  available: number
+  leased: number
+  scheduled: number
+  oldestAvailableAt: Date | null
+  keysAtLimit: string[]
+}
+
+/** One row of a2_list_limits(). */
+export type LimitInfo = {
+  key: string
+  maxLeased: number | null
+  leased: number
+  rateMax: number | null
+  ratePerMs: number | null
+  claimsInWindow: number
+  atLimit: boolean
+}
+
+/**
+ * a2 0.4.0 dispatch control (docs/functions.md "Queues and limits"): not
+ * part of the seed's A2Store contract.
+ */
+export interface A2DispatchControl {
+  claimNext(options: StoreClaimNextOptions): Promise<StoreClaimNextResult>
+  /** At most `maxLeased` live leases with the key; null removes the limit. */
+  setConcurrencyLimit(key: string, maxLeased: number | null): Promise<void>
+  /** At most `maxClaims` claims start per `perMs` window; nulls remove it. */
+  setRateLimit(key: string, maxClaims: number | null, perMs: number | null): Promise<void>
+  /** Claims skip the queue from the commit on; true when it was not paused. */
+  pauseQueue(queue: string): Promise<boolean>
+  /** Claimable at once again; true when it was paused. */
+  resumeQueue(queue: string): Promise<boolean>
+  listQueues(): Promise<QueueInfo[]>
+  listLimits(): Promise<LimitInfo[]>
 }
 
 /** The result of atomically claiming every currently eligible event. */

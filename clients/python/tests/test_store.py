@@ -54,7 +54,7 @@ STORED_FIELDS = [
     "processed_at", "processed_by_attempt", "returned_event_ids", "first_claimed_at",
     "last_claimed_at", "attempt_count", "failure_count", "last_failed_at",
     "last_failed_attempt", "last_error", "failed_at", "claim_holder", "claim_expires_at",
-    "not_before", "cancelled_at", "cancel_reason",
+    "not_before", "queue", "priority", "concurrency_key", "cancelled_at", "cancel_reason",
 ]
 
 _n = itertools.count(1)

@@ -30,6 +30,9 @@ CREATE TABLE a2_events (
 	claim_holder			text,
 	claim_expires_at		bigint,
 	not_before				bigint,		-- 0.3.0
+	queue					text,		-- 0.4.0: NULL = 'default'
+	priority				integer,	-- 0.4.0: NULL = 0
+	concurrency_key			text,		-- 0.4.0: NULL = no key
 	cancelled_at			bigint,		-- 0.4.0
 	cancel_reason			text,		-- 0.4.0
 	PRIMARY KEY (session_id, idx)
@@ -56,6 +59,15 @@ SELECT pg_catalog.pg_extension_config_dump('a2_events', '');
 COMMENT ON COLUMN a2_events.not_before IS
 'Epoch milliseconds before which the event is not claimed (notBefore, or a failed attempt''s retry_after_ms backoff); NULL: claimable at once.';
 
+-- Dispatch control (0.4.0, docs/semantics.md "Queues, priorities and
+-- limits"): NULL in each column is the default, so an event that uses none
+-- of them stores no more bytes than in 0.3.0.
+COMMENT ON COLUMN a2_events.queue IS
+'The event''s queue (JSON "queue"); NULL: the queue ''default''.';
+COMMENT ON COLUMN a2_events.priority IS
+'The event''s priority (JSON "priority", -32768..32767, higher is served first by a2_claim_next); NULL: 0.';
+COMMENT ON COLUMN a2_events.concurrency_key IS
+'The event''s concurrency key (JSON "concurrencyKey"); the limits of a2_limits for that key apply to its claims; NULL: no key.';
 -- Cancel (docs/semantics.md, "Cancel"): a2_cancel sets processed_at and
 -- cancelled_at together and leaves processed_by_attempt NULL.
 COMMENT ON COLUMN a2_events.cancelled_at IS

@@ -37,10 +37,43 @@ CREATE INDEX a2_events_claim_expiry
 -- walks it oldest first and stops at now, so its cost does not grow with
 -- the number of sessions, of finished events or of scheduled events; its
 -- retryAt is one probe past now.  session_id makes the key unique enough
--- to resume a walk.
-CREATE INDEX a2_events_available
+-- to resume a walk.  Since 0.4.0 it holds the default queue's work at
+-- priority 0 only (queue and priority NULL): every other event is in
+-- a2_events_queue_available, so a walk of one queue never reads another
+-- queue's backlog.
+CREATE INDEX a2_events_default_available
 	ON a2_events ((COALESCE(claim_expires_at, GREATEST(not_before, created_at))), session_id)
-	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL;
+	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL
+	  AND queue IS NULL AND priority IS NULL;
+
+-- a2_claim_next's index for events in a named queue or with a priority
+-- (0.4.0, src/dispatch_walk.c): the same entries as a2_events_default_available,
+-- led by the queue and the priority, so a walk reads one (queue, priority)
+-- level oldest first and stops at now, and finds the next level or queue
+-- with one probe.  Events that use neither are not in it, so it costs
+-- them nothing.
+CREATE INDEX a2_events_queue_available
+	ON a2_events (queue, (COALESCE(priority, 0)),
+				  (COALESCE(claim_expires_at, GREATEST(not_before, created_at))), session_id)
+	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL
+	  AND (queue IS NOT NULL OR priority IS NOT NULL);
+
+-- The retryAt of an a2_claim_next call for every queue (0.4.0): the first
+-- available-since time after now among the entries of
+-- a2_events_queue_available, whatever their queue and priority, in one
+-- probe.  Events without a queue or priority are not in it.
+CREATE INDEX a2_events_queue_retry
+	ON a2_events ((COALESCE(claim_expires_at, GREATEST(not_before, created_at))))
+	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL
+	  AND (queue IS NOT NULL OR priority IS NOT NULL);
+
+-- Concurrency limits (0.4.0, src/limits.c): the leases of events with a
+-- concurrency key, by key and expiry, so counting a key's live leases
+-- reads that key's leased events only.  Empty without keys.
+CREATE INDEX a2_events_key_leases
+	ON a2_events (concurrency_key, claim_expires_at)
+	WHERE concurrency_key IS NOT NULL AND processed_at IS NULL AND failed_at IS NULL
+	  AND claim_expires_at IS NOT NULL;
 
 -- Due announcements (src/scheduler.c): each database's scheduler finds what
 -- falls due next here.  Only unprocessed, live events with a due time are

@@ -4,13 +4,14 @@ CREATE FUNCTION a2_claim(session_id text,
 						 holder text,
 						 ttl_ms bigint,
 						 expires_at timestamptz DEFAULT NULL,
-						 exclude_indexes bigint[] DEFAULT '{}')
+						 exclude_indexes bigint[] DEFAULT '{}',
+						 queues text[] DEFAULT NULL)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'a2_claim'
 LANGUAGE C VOLATILE;
 
-COMMENT ON FUNCTION a2_claim(text, text, bigint, timestamptz, bigint[]) IS
-'Lease every eligible event of a session to holder; returns {"outcome":"claimed","events":[...]}, {"outcome":"busy","retryAt":iso} or {"outcome":"settled"}.';
+COMMENT ON FUNCTION a2_claim(text, text, bigint, timestamptz, bigint[], text[]) IS
+'Lease every eligible event of a session to holder (only events in the given queues when queues is not NULL; never in a paused queue; within the concurrency and rate limits of their keys); returns {"outcome":"claimed","events":[...]}, {"outcome":"busy","retryAt":iso} or {"outcome":"settled"}.';
 
 CREATE FUNCTION a2_renew(session_id text,
 						 holder text,

@@ -67,14 +67,6 @@ LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION a2_schedule_wake(bigint) IS
 'Used by a2_schedule and a2_resume_schedule: wake (or start) this database''s background scheduler when the transaction commits, so it sleeps until the tick due (epoch ms). Does nothing unless a2 is preloaded.';
 
-CREATE FUNCTION a2_store_clock_ms()
-RETURNS bigint
-AS 'MODULE_PATHNAME', 'a2_store_clock_ms'
-LANGUAGE C VOLATILE;
-
-COMMENT ON FUNCTION a2_store_clock_ms() IS
-'One reading of the store clock in epoch milliseconds: a2.now when set, else the wall clock.';
-
 -- The calls.
 CREATE FUNCTION a2_schedule(name text, spec text, session_id text, event jsonb,
 							options jsonb DEFAULT '{}')
@@ -148,7 +140,7 @@ BEGIN
 	END IF;
 	PERFORM @extschema@.a2_schedule_check(spec, tz, session_id, event);
 
-	now_ms := @extschema@.a2_store_clock_ms();
+	now_ms := @extschema@.a2_now_ms();
 	-- the first tick after now, and after the last one fired (a replaced
 	-- schedule never fires a tick again)
 	SELECT s.last_tick_at INTO next
@@ -214,7 +206,7 @@ BEGIN
 		RAISE EXCEPTION 'argument "name" must not be null' USING ERRCODE = '22004';
 	END IF;
 	UPDATE @extschema@.a2_schedules s
-	   SET paused = pause, updated_at = @extschema@.a2_store_clock_ms()
+	   SET paused = pause, updated_at = @extschema@.a2_now_ms()
 	 WHERE s.name OPERATOR(pg_catalog.=) a2_set_schedule_paused.name
 	RETURNING s.next_tick_at INTO next;
 	IF NOT FOUND THEN
@@ -277,7 +269,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-	now_ms bigint := @extschema@.a2_store_clock_ms();
+	now_ms bigint := @extschema@.a2_now_ms();
 	s record;
 	p record;
 	t bigint;

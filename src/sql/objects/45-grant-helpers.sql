@@ -58,6 +58,10 @@ BEGIN
 	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s.a2_retired_last_index(text) TO %s', s, r);
 	-- recurring schedules: define, pause, fire (0.4.0)
 	EXECUTE pg_catalog.format('GRANT SELECT, INSERT, UPDATE, DELETE ON %s.a2_schedules TO %s', s, r);
+	-- 0.4.0 dispatch control: claims read the paused queues and the limits
+	-- and keep the rate log (39-dispatch.sql)
+	EXECUTE pg_catalog.format('GRANT SELECT ON %s.a2_queues, %s.a2_limits TO %s', s, s, r);
+	EXECUTE pg_catalog.format('GRANT SELECT, INSERT, DELETE ON %s.a2_rate_claims TO %s', s, r);
 	IF @extschema@.a2_is_distributed() THEN
 		EXECUTE pg_catalog.format('GRANT SELECT ON %s.a2_retired_sessions TO %s', s, r);
 	END IF;
@@ -81,6 +85,7 @@ DECLARE
 BEGIN
 	EXECUTE pg_catalog.format('GRANT USAGE ON SCHEMA %s TO %s', s, r);
 	EXECUTE pg_catalog.format('GRANT SELECT ON %s.a2_events, %s.a2_snapshots, %s.a2_snapshot_history TO %s', s, s, s, r);
+	EXECUTE pg_catalog.format('GRANT SELECT ON %s.a2_queues, %s.a2_limits, %s.a2_rate_claims TO %s', s, s, s, r);
 	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s.a2_metrics() TO %s', s, r);
 	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s.a2_notify_status() TO %s', s, r);
 	EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s.a2_notify_wait(bigint) TO %s', s, r);
@@ -107,6 +112,7 @@ BEGIN
 		'%s.a2_snapshot_pins, %s.a2_presence, %s.a2_presence_tombstones, %s.a2_session_locks, '
 		'%s.a2_presence_locks, %s.a2_retired_sessions FROM %s', s, s, s, s, s, s, s, s, s, r);
 	EXECUTE pg_catalog.format('REVOKE ALL ON %s.a2_schedules FROM %s', s, r);
+	EXECUTE pg_catalog.format('REVOKE ALL ON %s.a2_queues, %s.a2_limits, %s.a2_rate_claims FROM %s', s, s, s, r);
 	EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s.a2_retired_last_index(text), %s.a2_metrics(), '
 		'%s.a2_notify_status(), %s.a2_notify_wait(bigint) FROM %s', s, s, s, s, r);
 	EXECUTE pg_catalog.format('REVOKE USAGE ON SCHEMA %s FROM %s', s, r);

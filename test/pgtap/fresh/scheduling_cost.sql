@@ -1,7 +1,7 @@
 -- scheduling_cost.sql: a2_claim_next costs the same however much work is
 -- scheduled for later (SPEC 7.1; River #785 is the failure this guards).
 --
--- a2_claim_next reads a2_events_available from its oldest entry and stops
+-- a2_claim_next reads a2_events_default_available from its oldest entry and stops
 -- at now; scheduled work is keyed by its due time, at the index's far end.
 -- The same call (3 sessions claimed) fetches the same number of rows, with
 -- no sequential scan, with no scheduled event, with 100,000 and with

@@ -32,9 +32,11 @@ from .models import (
     Completed,
     DropResult,
     Failed,
+    LimitInfo,
     Metrics,
     NotifyStatus,
     PresenceRow,
+    QueueInfo,
     RedriveResult,
     RenewResult,
     SessionPage,
@@ -70,6 +72,19 @@ def _metrics(r: Dict[str, Any]) -> Metrics:
     for k in ("oldest_eligible_created_at", "measured_at"):
         args[k] = c.when_or_none(args[k])
     return Metrics(**args, extra={k: v for k, v in r.items() if k not in known})
+
+
+def _queue_info(r: Dict[str, Any]) -> QueueInfo:
+    return QueueInfo(queue=r["queue"], paused=r["paused"] is True, available=int(r["available"]),
+                     leased=int(r["leased"]), scheduled=int(r["scheduled"]),
+                     oldest_available_at=c.when_or_none(r.get("oldest_available_at")),
+                     keys_at_limit=list(r.get("keys_at_limit") or []))
+
+
+def _limit_info(r: Dict[str, Any]) -> LimitInfo:
+    return LimitInfo(key=r["key"], max_leased=c.int_or_none(r.get("max_leased")), leased=int(r["leased"]),
+                     rate_max=c.int_or_none(r.get("rate_max")), rate_per_ms=c.int_or_none(r.get("rate_per_ms")),
+                     claims_in_window=int(r["claims_in_window"]), at_limit=r["at_limit"] is True)
 
 
 def _notify_status(r: Dict[str, Any]) -> NotifyStatus:
@@ -123,18 +138,50 @@ class Statements:
     # -- work --------------------------------------------------------------------
 
     def claim(self, session_id: str, holder: str, ttl_ms: int, expires_at: Optional[datetime],
-              exclude_indexes: Iterable[int]) -> Call[ClaimResult]:
-        return self.call("a2_claim", ["%s::text", "%s::text", "%s::bigint", "%s::timestamptz", "%s::bigint[]"],
-                         [session_id, holder, c.integer(ttl_ms, "ttl_ms"), _at(expires_at),
-                          [c.integer(i, "exclude_indexes[]") for i in c.listed(exclude_indexes, "exclude_indexes")]],
-                         c.to_claim)
+              exclude_indexes: Iterable[int], queues: Optional[Iterable[str]] = None) -> Call[ClaimResult]:
+        # queues (a2 0.4.0) is sent only when given, so a 0.3.0 server serves the rest
+        args = ["%s::text", "%s::text", "%s::bigint", "%s::timestamptz", "%s::bigint[]"]
+        params: List[Any] = [session_id, holder, c.integer(ttl_ms, "ttl_ms"), _at(expires_at),
+                             [c.integer(i, "exclude_indexes[]") for i in c.listed(exclude_indexes, "exclude_indexes")]]
+        if queues is not None:
+            args.append("%s::text[]")
+            params.append(list(c.listed(queues, "queues")))
+        return self.call("a2_claim", args, params, c.to_claim)
 
     def claim_next(self, holder: str, ttl_ms: int, max_sessions: int,
-                   expires_at: Optional[datetime]) -> Call[ClaimNextResult]:
-        return self.call("a2_claim_next", ["%s::text", "%s::bigint", "%s::integer", "%s::timestamptz"],
-                         [holder, c.integer(ttl_ms, "ttl_ms"), c.integer(max_sessions, "max_sessions"),
-                          _at(expires_at)],
-                         c.to_claim_next)
+                   expires_at: Optional[datetime], queues: Optional[Iterable[str]] = None) -> Call[ClaimNextResult]:
+        args = ["%s::text", "%s::bigint", "%s::integer", "%s::timestamptz"]
+        params: List[Any] = [holder, c.integer(ttl_ms, "ttl_ms"), c.integer(max_sessions, "max_sessions"),
+                             _at(expires_at)]
+        if queues is not None:
+            args.append("%s::text[]")
+            params.append(list(c.listed(queues, "queues")))
+        return self.call("a2_claim_next", args, params, c.to_claim_next)
+
+    # -- dispatch control (a2 0.4.0) -------------------------------------------
+
+    def set_concurrency_limit(self, key: str, max_leased: Optional[int]) -> Call[None]:
+        return self.call("a2_set_concurrency_limit", ["%s::text", "%s::integer"],
+                         [key, c.optional_integer(max_leased, "max_leased")], lambda r: None, clock=False)
+
+    def set_rate_limit(self, key: str, max_claims: Optional[int], per_ms: Optional[int]) -> Call[None]:
+        return self.call("a2_set_rate_limit", ["%s::text", "%s::integer", "%s::bigint"],
+                         [key, c.optional_integer(max_claims, "max_claims"), c.optional_integer(per_ms, "per_ms")],
+                         lambda r: None, clock=False)
+
+    def pause_queue(self, queue: str) -> Call[bool]:
+        return self.call("a2_pause_queue", ["%s::text"], [queue], lambda r: r.get("changed") is True, clock=False)
+
+    def resume_queue(self, queue: str) -> Call[bool]:
+        return self.call("a2_resume_queue", ["%s::text"], [queue], lambda r: r.get("changed") is True)
+
+    def list_queues(self) -> Call[List[QueueInfo]]:
+        return self.call("a2_list_queues", [], [], lambda r: [_queue_info(x) for x in r],
+                         select="(SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.to_jsonb(x)), '[]'::jsonb) FROM {} x)")
+
+    def list_limits(self) -> Call[List[LimitInfo]]:
+        return self.call("a2_list_limits", [], [], lambda r: [_limit_info(x) for x in r],
+                         select="(SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.to_jsonb(x)), '[]'::jsonb) FROM {} x)")
 
     def renew(self, session_id: str, holder: str, claims: Iterable[c.ClaimLike], ttl_ms: int,
               expires_at: Optional[datetime]) -> Call[RenewResult]:

@@ -134,7 +134,18 @@ def new_event_json(e: NewEventLike, generated_id: Optional[str], i: int) -> Json
         out["settled"] = e.settled
     if e.not_before is not None:
         out["notBefore"] = iso(e.not_before, f"events[{i}].not_before")
+    _dispatch_json(e, out)
     return out
+
+
+def _dispatch_json(e: Any, out: Json) -> None:
+    """a2 0.4.0: queue, priority, concurrencyKey, each only when given."""
+    if e.queue is not None:
+        out["queue"] = e.queue
+    if e.priority is not None:
+        out["priority"] = e.priority
+    if e.concurrency_key is not None:
+        out["concurrencyKey"] = e.concurrency_key
 
 
 def has_id(e: NewEventLike) -> bool:
@@ -151,6 +162,7 @@ def returned_event_json(e: ReturnedEventLike, i: int) -> Json:
         out["settled"] = e.settled
     if e.not_before is not None:
         out["notBefore"] = iso(e.not_before, f"events[{i}].not_before")
+    _dispatch_json(e, out)
     return out
 
 
@@ -264,6 +276,9 @@ def to_stored(e: Json) -> StoredEvent:
         claim_holder=e.get("claimHolder"),
         claim_expires_at=when_or_none(e.get("claimExpiresAt")),
         not_before=when_or_none(e.get("notBefore")),
+        queue=e.get("queue"),
+        priority=int_or_none(e.get("priority")),
+        concurrency_key=e.get("concurrencyKey"),
         cancelled_at=when_or_none(e.get("cancelledAt")),
         cancel_reason=e.get("cancelReason"),
     )

@@ -20,9 +20,11 @@ from .models import (
     Completed,
     DropResult,
     Failed,
+    LimitInfo,
     Metrics,
     NotifyStatus,
     PresenceRow,
+    QueueInfo,
     RedriveResult,
     RenewResult,
     SessionPage,
@@ -59,14 +61,14 @@ class Operations(ScheduleOperations):
     # -- work ----------------------------------------------------------------
 
     def claim(self, session_id: str, holder: str, ttl_ms: int, *, expires_at: Optional[datetime] = None,
-              exclude_indexes: Iterable[int] = ()) -> ClaimResult:
+              exclude_indexes: Iterable[int] = (), queues: Optional[Iterable[str]] = None) -> ClaimResult:
         """Claim every eligible event of a session: Claimed, Busy or Settled (``a2_claim``)."""
-        return self._run(self._st.claim(session_id, holder, ttl_ms, expires_at, exclude_indexes))
+        return self._run(self._st.claim(session_id, holder, ttl_ms, expires_at, exclude_indexes, queues))
 
     def claim_next(self, holder: str, ttl_ms: int, max_sessions: int = 1, *,
-                   expires_at: Optional[datetime] = None) -> ClaimNextResult:
+                   expires_at: Optional[datetime] = None, queues: Optional[Iterable[str]] = None) -> ClaimNextResult:
         """Claim the eligible events of up to ``max_sessions`` sessions, oldest work first (``a2_claim_next``)."""
-        return self._run(self._st.claim_next(holder, ttl_ms, max_sessions, expires_at))
+        return self._run(self._st.claim_next(holder, ttl_ms, max_sessions, expires_at, queues))
 
     def renew(self, session_id: str, holder: str, claims: Iterable[c.ClaimLike], ttl_ms: int, *,
               expires_at: Optional[datetime] = None) -> RenewResult:
@@ -166,3 +168,29 @@ class Operations(ScheduleOperations):
     def drop_finished_sessions(self, idle_ms: int, max_sessions: int) -> int:
         """Drop up to ``max_sessions`` finished sessions idle for ``idle_ms``; returns how many."""
         return self._run(self._st.drop_finished_sessions(idle_ms, max_sessions))
+
+    # -- dispatch control (a2 0.4.0) ----------------------------------------
+
+    def set_concurrency_limit(self, key: str, max_leased: Optional[int]) -> None:
+        """At most ``max_leased`` live leases of events with this key; None removes it."""
+        self._run(self._st.set_concurrency_limit(key, max_leased))
+
+    def set_rate_limit(self, key: str, max_claims: Optional[int], per_ms: Optional[int]) -> None:
+        """At most ``max_claims`` claims start per ``per_ms`` window; None, None removes it."""
+        self._run(self._st.set_rate_limit(key, max_claims, per_ms))
+
+    def pause_queue(self, queue: str) -> bool:
+        """Claims skip the queue from the commit on; True when it was not paused."""
+        return self._run(self._st.pause_queue(queue))
+
+    def resume_queue(self, queue: str) -> bool:
+        """The queue is claimable at once again; True when it was paused."""
+        return self._run(self._st.resume_queue(queue))
+
+    def list_queues(self) -> List[QueueInfo]:
+        """Per-queue figures (``a2_list_queues()``)."""
+        return self._run(self._st.list_queues())
+
+    def list_limits(self) -> List[LimitInfo]:
+        """Each key with a limit (``a2_list_limits()``)."""
+        return self._run(self._st.list_limits())

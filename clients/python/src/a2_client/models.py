@@ -31,6 +31,8 @@ __all__ = [
     "Event",
     "Failed",
     "AppendResult",
+    "LimitInfo",
+    "QueueInfo",
     "Metrics",
     "NewEvent",
     "Node",
@@ -96,6 +98,10 @@ class StoredEvent(Event):
     claim_expires_at: Optional[datetime]
     #: Not eligible before this time (a2 0.3.0 scheduling); None when unset.
     not_before: Optional[datetime] = None
+    #: a2 0.4.0: the queue (None: 'default'), priority (None: 0), concurrency key.
+    queue: Optional[str] = None
+    priority: Optional[int] = None
+    concurrency_key: Optional[str] = None
     #: When ``a2_cancel`` cancelled it (a2 0.4.0); None when not cancelled.
     #: ``processed_at`` is the same time and ``processed_by_attempt`` None.
     cancelled_at: Optional[datetime] = None
@@ -129,6 +135,10 @@ class NewEvent:
     settled: Optional[bool] = None
     #: Not claimable before this time (a2 0.3.0); only sent when given.
     not_before: Optional[datetime] = None
+    #: a2 0.4.0 dispatch fields, each sent only when given.
+    queue: Optional[str] = None
+    priority: Optional[int] = None
+    concurrency_key: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +151,35 @@ class ReturnedEvent:
     lane: Optional[str] = None
     settled: Optional[bool] = None
     not_before: Optional[datetime] = None
+    queue: Optional[str] = None
+    priority: Optional[int] = None
+    concurrency_key: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class QueueInfo:
+    """One row of ``a2_list_queues()`` (a2 0.4.0)."""
+
+    queue: str
+    paused: bool
+    available: int
+    leased: int
+    scheduled: int
+    oldest_available_at: Optional[datetime]
+    keys_at_limit: List[str]
+
+
+@dataclass(frozen=True)
+class LimitInfo:
+    """One row of ``a2_list_limits()`` (a2 0.4.0)."""
+
+    key: str
+    max_leased: Optional[int]
+    leased: int
+    rate_max: Optional[int]
+    rate_per_ms: Optional[int]
+    claims_in_window: int
+    at_limit: bool
 
 
 @dataclass(frozen=True)

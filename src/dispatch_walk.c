@@ -1,0 +1,562 @@
+/*-------------------------------------------------------------------------
+ *
+ * dispatch_walk.c
+ *	  Queues and priorities (0.4.0, docs/semantics.md "Queues, priorities
+ *	  and limits"): the queues argument of a2_claim and a2_claim_next, the
+ *	  paused queues, and a2_claim_next's walk over queues and priority
+ *	  levels.
+ *
+ *	  Where the work is: a2_events_default_available holds the default queue's
+ *	  priority-0 work (queue and priority NULL), a2_events_queue_available
+ *	  everything else, keyed (queue, priority, available-since, session).
+ *	  The walk keeps one cursor per queue served.  A cursor reads its
+ *	  queue's highest priority level oldest first and stops at now, then
+ *	  finds the next lower level with one probe (the default queue's level
+ *	  0 is the walk of a2_events_default_available, the layer's next_available).
+ *	  Each step serves the best head among the cursors: highest priority,
+ *	  then oldest available-since, then session id.  So the cost per
+ *	  session served is a few index probes per queue served, whatever the
+ *	  backlog of queues not served, and nothing of a paused queue is read.
+ *	  A session whose best available event has priority p is served before
+ *	  every session whose best has a lower priority (strict priority:
+ *	  lower levels can starve while higher ones have work available).
+ *
+ *	  A call for every queue (queues NULL) serves the default queue and
+ *	  every queue with entries in a2_events_queue_available (found with one
+ *	  probe per queue), less the paused ones.
+ *
+ *	  Locks: none of its own; the caller's try_claim tries the session
+ *	  lock (layer.h's order).  Every probe reads the latest committed
+ *	  state (a2_exec_latest), as the layer's walk does.
+ *
+ * IDENTIFICATION
+ *	  src/dispatch_walk.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+
+#include "a2.h"
+#include "dispatch_walk.h"
+#include "events.h"
+#include "layer.h"
+#include "spi_util.h"
+#include "statements.h"
+
+#define QKEY A2_AVAILABLE_KEY
+#define QPRED A2_AVAILABLE_PRED " AND (e.queue IS NOT NULL OR e.priority IS NOT NULL)"
+#define QPRIO "COALESCE(e.priority, 0)"
+#define Q_NAMED "e.queue OPERATOR(pg_catalog.=) $1"
+#define Q_DEFAULT "e.queue IS NULL"
+
+/* above every priority (A2_MAX_PRIORITY): the probe for the top level */
+#define TOP_LEVEL 32768
+
+#define Q_NEXT_SQL(qcond, prio, now, after_at, after_session) \
+	"SELECT e.session_id, " QKEY " AS available_at FROM @extschema@.a2_events e" \
+	" WHERE " QPRED " AND " qcond " AND " QPRIO " OPERATOR(pg_catalog.=) " prio \
+	"   AND " QKEY " OPERATOR(pg_catalog.<=) " now \
+	"   AND (" QKEY ", e.session_id) OPERATOR(pg_catalog.>) (" after_at ", " after_session ")" \
+	" ORDER BY " QKEY ", e.session_id LIMIT 1"
+
+#define Q_LEVEL_SQL(qcond, below) \
+	"SELECT " QPRIO " AS priority FROM @extschema@.a2_events e" \
+	" WHERE " QPRED " AND " qcond " AND " QPRIO " OPERATOR(pg_catalog.<) " below \
+	" ORDER BY " QPRIO " DESC LIMIT 1"
+
+#define Q_RETRY_SQL(qcond, prio, now) \
+	"SELECT " QKEY " AS available_at FROM @extschema@.a2_events e" \
+	" WHERE " QPRED " AND " qcond " AND " QPRIO " OPERATOR(pg_catalog.=) " prio \
+	"   AND " QKEY " OPERATOR(pg_catalog.>) " now \
+	" ORDER BY " QKEY " LIMIT 1"
+
+static A2Statement named_next = {
+	.name = "dispatch_walk.named_next",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_NEXT_SQL(Q_NAMED, "$2", "$3", "$4", "$5"))},
+	.nparams = 5,
+	.params = {A2_PARAM("queue", TEXTOID), A2_PARAM("priority", INT4OID),
+		A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),
+	A2_PARAM("after_session_id", TEXTOID)},
+	.columns = A2_COLUMNS("session_id", "available_at")
+};
+
+static A2Statement default_next = {
+	.name = "dispatch_walk.default_next",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_NEXT_SQL(Q_DEFAULT, "$1", "$2", "$3", "$4"))},
+	.nparams = 4,
+	.params = {A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID),
+		A2_PARAM("after_available_at", INT8OID), A2_PARAM("after_session_id", TEXTOID)},
+	.columns = A2_COLUMNS("session_id", "available_at")
+};
+
+static A2Statement named_level = {
+	.name = "dispatch_walk.named_level",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_LEVEL_SQL(Q_NAMED, "$2"))},
+	.nparams = 2,
+	.params = {A2_PARAM("queue", TEXTOID), A2_PARAM("below", INT4OID)},
+	.columns = A2_COLUMNS("priority")
+};
+
+static A2Statement default_level = {
+	.name = "dispatch_walk.default_level",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_LEVEL_SQL(Q_DEFAULT, "$1"))},
+	.nparams = 1,
+	.params = {A2_PARAM("below", INT4OID)},
+	.columns = A2_COLUMNS("priority")
+};
+
+static A2Statement named_retry = {
+	.name = "dispatch_walk.named_retry",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_RETRY_SQL(Q_NAMED, "$2", "$3"))},
+	.nparams = 3,
+	.params = {A2_PARAM("queue", TEXTOID), A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID)},
+	.columns = A2_COLUMNS("available_at")
+};
+
+static A2Statement default_retry = {
+	.name = "dispatch_walk.default_retry",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_RETRY_SQL(Q_DEFAULT, "$1", "$2"))},
+	.nparams = 2,
+	.params = {A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID)},
+	.columns = A2_COLUMNS("available_at")
+};
+
+/* the first available-since time after $1 of any queue (a2_events_queue_retry) */
+static A2Statement any_retry = {
+	.name = "dispatch_walk.any_retry",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+					  "SELECT " QKEY " AS available_at FROM @extschema@.a2_events e"
+					  " WHERE " QPRED " AND " QKEY " OPERATOR(pg_catalog.>) $1"
+					  " ORDER BY " QKEY " LIMIT 1")},
+	.nparams = 1, .params = {A2_PARAM("now", INT8OID)},
+	.columns = A2_COLUMNS("available_at")
+};
+
+/* the next named queue with entries after $1 (a loose index scan) */
+static A2Statement next_queue = {
+	.name = "dispatch_walk.next_queue",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+					  "SELECT e.queue FROM @extschema@.a2_events e"
+					  " WHERE " QPRED " AND e.queue OPERATOR(pg_catalog.>) $1"
+					  " ORDER BY e.queue LIMIT 1")},
+	.nparams = 1, .params = {A2_PARAM("after_queue", TEXTOID)},
+	.columns = A2_COLUMNS("queue")
+};
+
+static A2Statement paused_queues = {
+	.name = "dispatch_walk.paused_queues",
+	.texts = {A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4,
+					  "SELECT COALESCE(pg_catalog.array_agg(q.queue ORDER BY q.queue),"
+					  "                '{}'::pg_catalog.text[]) AS queues"
+					  "  FROM @extschema@.a2_queues q WHERE q.paused")},
+	.nparams = 0,
+	.columns = A2_COLUMNS("queues")
+};
+
+A2_STATEMENT_GROUP(dispatch_walk, &named_next, &default_next, &named_level,
+				   &default_level, &named_retry, &default_retry, &any_retry,
+				   &next_queue, &paused_queues);
+
+/* ---- arguments --------------------------------------------------------- */
+
+Datum
+a2_queues_arg(FunctionCallInfo fcinfo, int argno)
+{
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return (Datum) 0;
+	arr = PG_GETARG_ARRAYTYPE_P(argno);
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"queues\" must name at least one queue"),
+				 errhint("Pass NULL to serve every queue.")));
+	if (n > A2_MAX_LIST_ITEMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"queues\" has %d elements; the limit is %d",
+						n, A2_MAX_LIST_ITEMS)));
+	for (int i = 0; i < n; i++)
+	{
+		int			len;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"queues\" must not contain nulls")));
+		len = VARSIZE_ANY_EXHDR(DatumGetPointer(elems[i]));
+		if (len < 1 || len > A2_MAX_NAME_BYTES)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"queues\" element %d must be a non-empty name of at most %d bytes",
+							i + 1, A2_MAX_NAME_BYTES)));
+	}
+	a2_require_dispatch();
+	return PointerGetDatum(arr);
+}
+
+Datum
+a2_paused_queues(void)
+{
+	A2Args		a;
+	bool		isnull;
+	Datum		d;
+
+	if (!a2_has_dispatch() || a2_distributed())
+		return a2_text_array(NULL, 0);
+	a2_args_init(&a, &paused_queues);
+	a2_exec_latest(&a, SPI_OK_SELECT);
+	d = a2_col(0, 1, &isnull);
+	return isnull ? a2_text_array(NULL, 0) : PointerGetDatum(PG_DETOAST_DATUM_COPY(d));
+}
+
+bool
+a2_dispatch_walk_enabled(void)
+{
+	return a2_has_dispatch() && !a2_distributed();
+}
+
+/* ---- the walk ---------------------------------------------------------- */
+
+typedef struct Cursor
+{
+	char	   *queue;			/* NULL: the default queue */
+	bool		done;
+	bool		plain;			/* at the default queue's level 0 */
+	int32		level;
+	int64		after_at;
+	char	   *after_session;
+	bool		has_head;
+	int64		head_at;
+	char	   *head_session;
+} Cursor;
+
+/* The highest level of the queue's non-plain entries below `below`. */
+static bool
+level_below(const char *queue, int32 below, int32 *level)
+{
+	A2Args		a;
+	bool		isnull;
+
+	if (queue)
+	{
+		a2_args_init(&a, &named_level);
+		a2_bind_text(&a, 1, queue);
+		a2_bind_int4(&a, 2, below);
+	}
+	else
+	{
+		a2_args_init(&a, &default_level);
+		a2_bind_int4(&a, 1, below);
+	}
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
+		return false;
+	*level = DatumGetInt32(a2_col(0, 1, &isnull));
+	return true;
+}
+
+/*
+ * Move to the next level below the cursor's (below TOP_LEVEL at the
+ * start).  The default queue's level 0 is its plain walk.
+ */
+static void
+next_level(Cursor *c, bool first)
+{
+	int32		below = first ? TOP_LEVEL : c->level;
+	int32		level;
+	bool		found = level_below(c->queue, below, &level);
+
+	c->after_at = PG_INT64_MIN;
+	c->after_session = "";
+	if (c->queue == NULL && !c->plain && below > 0 && (!found || level < 0))
+	{
+		c->plain = true;
+		c->level = 0;
+		return;
+	}
+	c->plain = false;
+	if (!found)
+	{
+		c->done = true;
+		return;
+	}
+	c->level = level;
+}
+
+static void
+fetch_head(Cursor *c, int64 now_ms)
+{
+	while (!c->has_head && !c->done)
+	{
+		A2Args		a;
+		bool		found;
+
+		if (c->plain)
+			found = a2_layer()->next_available(now_ms, &c->after_at, &c->after_session);
+		else
+		{
+			if (c->queue)
+			{
+				a2_args_init(&a, &named_next);
+				a2_bind_text(&a, 1, c->queue);
+				a2_bind_int4(&a, 2, c->level);
+				a2_bind_int8(&a, 3, now_ms);
+				a2_bind_int8(&a, 4, c->after_at);
+				a2_bind_text(&a, 5, c->after_session);
+			}
+			else
+			{
+				a2_args_init(&a, &default_next);
+				a2_bind_int4(&a, 1, c->level);
+				a2_bind_int8(&a, 2, now_ms);
+				a2_bind_int8(&a, 3, c->after_at);
+				a2_bind_text(&a, 4, c->after_session);
+			}
+			found = a2_exec_latest(&a, SPI_OK_SELECT) > 0;
+			if (found)
+			{
+				c->after_session = a2_col_text(0, 1);
+				c->after_at = a2_col_int64(0, 2);
+			}
+		}
+		if (found)
+		{
+			c->has_head = true;
+			c->head_at = c->after_at;
+			c->head_session = c->after_session;
+		}
+		else
+			next_level(c, false);
+	}
+}
+
+/* a before b: higher level, then older, then session id */
+static bool
+head_before(const Cursor *a, const Cursor *b)
+{
+	int			cmp;
+
+	if (a->level != b->level)
+		return a->level > b->level;
+	if (a->head_at != b->head_at)
+		return a->head_at < b->head_at;
+	cmp = strcmp(a->head_session, b->head_session);
+	return cmp < 0;
+}
+
+static bool
+in_array(const char *name, Datum arr)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(DatumGetArrayTypeP(arr), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+		if (!nulls[i] && strcmp(TextDatumGetCString(elems[i]), name) == 0)
+			return true;
+	return false;
+}
+
+/* The cursors of the queues served, paused ones left out. */
+static Cursor *
+served_cursors(Datum queues, Datum paused, int *count)
+{
+	Cursor	   *cur;
+	int			n = 0;
+
+	if (queues)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			nq;
+
+		deconstruct_array(DatumGetArrayTypeP(queues), TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, &nulls, &nq);
+		cur = palloc0(sizeof(Cursor) * Max(nq, 1));
+		for (int i = 0; i < nq; i++)
+		{
+			char	   *q = TextDatumGetCString(elems[i]);
+			bool		dup = false;
+
+			if (in_array(q, paused))
+				continue;
+			for (int j = 0; j < n; j++)
+				if (strcmp(cur[j].queue ? cur[j].queue : "default", q) == 0)
+					dup = true;
+			if (dup)
+				continue;
+			cur[n++].queue = strcmp(q, "default") == 0 ? NULL : q;
+		}
+	}
+	else
+	{
+		int			cap = 8;
+		char	   *after = "";
+
+		cur = palloc0(sizeof(Cursor) * cap);
+		if (!in_array("default", paused))
+			cur[n++].queue = NULL;
+		for (;;)
+		{
+			A2Args		a;
+
+			a2_args_init(&a, &next_queue);
+			a2_bind_text(&a, 1, after);
+			if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
+				break;
+			after = a2_col_text(0, 1);
+			if (in_array(after, paused))
+				continue;
+			if (n == cap)
+			{
+				cap *= 2;
+				cur = repalloc(cur, sizeof(Cursor) * cap);
+			}
+			memset(&cur[n], 0, sizeof(Cursor));
+			cur[n++].queue = after;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		next_level(&cur[i], true);
+	*count = n;
+	return cur;
+}
+
+static HTAB *
+session_set(void)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = A2_MAX_NAME_BYTES + 1;
+	ctl.entrysize = A2_MAX_NAME_BYTES + 1;
+	ctl.hcxt = CurrentMemoryContext;
+	return hash_create("a2_claim_next queue sessions", 16, &ctl,
+					   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+}
+
+/* The first available-since time after now at one cursor's levels. */
+static void
+cursor_retry(const char *queue, int64 now_ms, bool *has, int64 *at)
+{
+	Cursor		c;
+
+	memset(&c, 0, sizeof(c));
+	c.queue = unconstify(char *, queue);
+	next_level(&c, true);
+	while (!c.done)
+	{
+		A2Args		a;
+		int64		t;
+
+		if (c.plain)
+		{
+			if (!a2_layer()->next_retry_at(now_ms, &t))
+			{
+				next_level(&c, false);
+				continue;
+			}
+		}
+		else
+		{
+			if (queue)
+			{
+				a2_args_init(&a, &named_retry);
+				a2_bind_text(&a, 1, queue);
+				a2_bind_int4(&a, 2, c.level);
+				a2_bind_int8(&a, 3, now_ms);
+			}
+			else
+			{
+				a2_args_init(&a, &default_retry);
+				a2_bind_int4(&a, 1, c.level);
+				a2_bind_int8(&a, 2, now_ms);
+			}
+			if (a2_exec(&a, false, SPI_OK_SELECT) == 0)
+			{
+				next_level(&c, false);
+				continue;
+			}
+			t = a2_col_int64(0, 1);
+		}
+		if (!*has || t < *at)
+			*at = t;
+		*has = true;
+		next_level(&c, false);
+	}
+}
+
+void
+a2_dispatch_walk(Datum queues, Datum paused, int64 now_ms, int max_sessions,
+				 A2TryClaim try_claim, void *arg, bool *has_retry,
+				 int64 *retry_at)
+{
+	int			n;
+	Cursor	   *cur = served_cursors(queues, paused, &n);
+	HTAB	   *served = session_set();
+	int			claimed = 0;
+
+	while (claimed < max_sessions)
+	{
+		Cursor	   *best = NULL;
+		bool		seen;
+
+		for (int i = 0; i < n; i++)
+		{
+			fetch_head(&cur[i], now_ms);
+			if (cur[i].has_head && (best == NULL || head_before(&cur[i], best)))
+				best = &cur[i];
+		}
+		if (best == NULL)
+			break;
+		best->has_head = false;
+		(void) hash_search(served, best->head_session, HASH_ENTER, &seen);
+		if (seen)
+			continue;
+		if (try_claim(best->head_session, arg))
+			claimed++;
+	}
+	hash_destroy(served);
+
+	*has_retry = false;
+	if (queues)
+	{
+		for (int i = 0; i < n; i++)
+			cursor_retry(cur[i].queue, now_ms, has_retry, retry_at);
+	}
+	else
+	{
+		/*
+		 * Every queue: one probe of a2_events_queue_retry and the plain
+		 * walk's own.  A paused queue's lease expiry may be the answer: a
+		 * retryAt is a time to look again, and an early one costs a call.
+		 */
+		A2Args		a;
+		int64		t;
+
+		a2_args_init(&a, &any_retry);
+		a2_bind_int8(&a, 1, now_ms);
+		if (a2_exec(&a, false, SPI_OK_SELECT) > 0)
+		{
+			*retry_at = a2_col_int64(0, 1);
+			*has_retry = true;
+		}
+		if (a2_layer()->next_retry_at(now_ms, &t) && (!*has_retry || t < *retry_at))
+		{
+			*retry_at = t;
+			*has_retry = true;
+		}
+	}
+}

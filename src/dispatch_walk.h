@@ -1,0 +1,49 @@
+/*-------------------------------------------------------------------------
+ *
+ * dispatch_walk.h
+ *	  Queues and priorities for a2_claim and a2_claim_next (0.4.0,
+ *	  dispatch_walk.c): the queues argument, the paused queues, and
+ *	  a2_claim_next's walk over queues and priority levels.  Takes no lock
+ *	  of its own: the walk tries each candidate's session lock through the
+ *	  caller's callback (the lock order of layer.h).
+ *
+ * IDENTIFICATION
+ *	  src/dispatch_walk.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef A2_DISPATCH_WALK_H
+#define A2_DISPATCH_WALK_H
+
+#include "fmgr.h"
+
+/*
+ * A "queues text[]" argument: (Datum) 0 for NULL or an absent argument
+ * (an older SQL declaration); else the validated array (22004 for a null
+ * element, 22023 for an empty array, an empty name or one over 1024
+ * bytes, or over 10000 names; 0A000 before 0.4.0 or in distributed mode).
+ */
+extern Datum a2_queues_arg(FunctionCallInfo fcinfo, int argno);
+
+/* The paused queues as text[] (empty before 0.4.0); inside SPI. */
+extern Datum a2_paused_queues(void);
+
+/* Whether a2_claim_next walks queues and priorities (0.4.0, one node). */
+extern bool a2_dispatch_walk_enabled(void);
+
+/*
+ * a2_claim_next's walk over the queues served (queues: a text[] Datum, 0
+ * for every queue not paused), highest priority first, then oldest
+ * available first.  For each candidate session it calls
+ * try_claim(session_id, arg), which returns whether it claimed; stops
+ * after max_sessions claims.  Each session is offered at most once.
+ * *retry_at: the first available-since time after now among the queues
+ * served (false: none).
+ */
+typedef bool (*A2TryClaim) (char *session_id, void *arg);
+
+extern void a2_dispatch_walk(Datum queues, Datum paused, int64 now_ms,
+							 int max_sessions, A2TryClaim try_claim, void *arg,
+							 bool *has_retry, int64 *retry_at);
+
+#endif							/* A2_DISPATCH_WALK_H */

@@ -1,0 +1,397 @@
+/*-------------------------------------------------------------------------
+ *
+ * limits.c
+ *	  Concurrency and rate limits per concurrency key (0.4.0,
+ *	  docs/semantics.md "Queues, priorities and limits"): the admission
+ *	  test a claim statement applies to each eligible event with a key, and
+ *	  the rate log a claim writes.
+ *
+ *	  A claim pass (a2_limits_pass_begin .. a2_limits_pass_end) brackets
+ *	  one run of the claim statement (claim.c).  The statement calls
+ *	  a2_admit(key, now) for each eligible event with a key, last among its
+ *	  conditions.  The first time a pass meets a key it reads the key's
+ *	  limits (a2_limits); a key without limits is admitted freely.  For a
+ *	  limited key it tries the key's lock and, when taken, counts with the
+ *	  latest committed state the key's live leases (a2_events_key_leases)
+ *	  and its claims in the rate window (a2_rate_claims); the budget is the
+ *	  smaller of max_leased - leases and rate_max - claims, and each
+ *	  admitted event spends one.  A key whose lock another transaction
+ *	  holds gets no budget: claims skip, they never wait.
+ *
+ *	  Why this holds the limits under any interleaving: every claim of a
+ *	  limited key's event happens under that key's lock, held to the end of
+ *	  the claiming transaction, so claims of one key are serialized; the
+ *	  lock is released after the transaction's commit is visible, and the
+ *	  next holder counts with a snapshot taken after it took the lock, so it
+ *	  sees every lease and rate-log row of the previous holders.  Within a
+ *	  transaction the counts see its own earlier statements, and within one
+ *	  statement the budget counts what that statement admitted.  An
+ *	  admitted event the statement then does not claim (locked by another
+ *	  transaction, or re-checked after a concurrent update) only wastes
+ *	  budget, never exceeds it.  Rate-log rows are written after the
+ *	  statement for the events it did claim (a2_limits_note_claims).
+ *
+ *	  Lock order: the session lock (taken by the claim before its
+ *	  statement), then a key's try-lock (a two-key advisory lock in class
+ *	  A2_KEY_LOCK_CLASS, never waited for), then event rows in index order.
+ *
+ * IDENTIFICATION
+ *	  src/limits.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "a2.h"
+#include "clock.h"
+#include "json_out.h"
+#include "limits.h"
+#include "spi_util.h"
+#include "statements.h"
+#include "validate.h"
+
+PG_FUNCTION_INFO_V1(a2_admit);
+
+#define A2_KEY_LOCK_CLASS	0x6132004B	/* "a2" "K" */
+
+typedef struct KeyEntry
+{
+	char		key[A2_MAX_NAME_BYTES + 1];
+	bool		limited;
+	bool		rated;			/* has a rate limit: log its claims */
+	int64		budget;
+	int64		retry_at;		/* when the key may admit again, if budget <= 0 */
+} KeyEntry;
+
+static MemoryContext pass_cxt = NULL;
+static HTAB *pass_keys = NULL;
+static bool pass_active = false;
+static bool call_active = false;	/* a2_claim_next: keys decided once per call */
+static bool pass_denied = false;
+static int64 pass_retry_at = PG_INT64_MAX;
+static bool callback_registered = false;
+
+/* the limits of one key; read with the latest committed state */
+enum
+{
+	KEY_LIMITS_MAX_LEASED = 1,
+	KEY_LIMITS_RATE_MAX,
+	KEY_LIMITS_RATE_PER_MS
+};
+
+static A2Statement key_limits = {
+	.name = "limits.key_limits",
+	.texts = {
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+				"SELECT l.max_leased, l.rate_max, l.rate_per_ms FROM @extschema@.a2_limits l"
+				" WHERE l.key OPERATOR(pg_catalog.=) $1"),
+	},
+	.nparams = 1, .params = {A2_PARAM("key", TEXTOID)},
+	.columns = A2_COLUMNS("max_leased", "rate_max", "rate_per_ms")
+};
+
+/* a key's live leases and the earliest of their expiries */
+enum
+{
+	KEY_LEASES_LEASED = 1,
+	KEY_LEASES_FIRST_EXPIRY
+};
+
+static A2Statement key_leases = {
+	.name = "limits.key_leases",
+	.texts = {
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+				"SELECT pg_catalog.count(*) AS leased, pg_catalog.min(e.claim_expires_at) AS first_expiry"
+				"  FROM @extschema@.a2_events e"
+				" WHERE e.concurrency_key OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL"
+				"   AND e.failed_at IS NULL AND e.claim_expires_at IS NOT NULL"
+				"   AND e.claim_expires_at OPERATOR(pg_catalog.>) $2"),
+	},
+	.nparams = 2, .params = {A2_PARAM("key", TEXTOID), A2_PARAM("now", INT8OID)},
+	.columns = A2_COLUMNS("leased", "first_expiry")
+};
+
+/* a key's claims in the window (now - per_ms, now] and the oldest of them */
+enum
+{
+	KEY_CLAIMS_CLAIMS = 1,
+	KEY_CLAIMS_OLDEST
+};
+
+static A2Statement key_claims = {
+	.name = "limits.key_claims",
+	.texts = {
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+				"SELECT pg_catalog.count(*) AS claims, pg_catalog.min(r.claimed_at) AS oldest"
+				"  FROM @extschema@.a2_rate_claims r"
+				" WHERE r.key OPERATOR(pg_catalog.=) $1"
+				"   AND r.claimed_at OPERATOR(pg_catalog.>) ($2 OPERATOR(pg_catalog.-) $3)"),
+	},
+	.nparams = 3, .params = {A2_PARAM("key", TEXTOID), A2_PARAM("now", INT8OID),
+	A2_PARAM("per_ms", INT8OID)},
+	.columns = A2_COLUMNS("claims", "oldest")
+};
+
+/*
+ * Log the claims that started now for rate-limited keys, and forget those
+ * that left every window (older than the key's per_ms).
+ */
+static A2Statement log_claims = {
+	.name = "limits.log_claims",
+	.texts = {
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+				"WITH gone AS ("
+				"  DELETE FROM @extschema@.a2_rate_claims r USING @extschema@.a2_limits l"
+				"   WHERE r.key OPERATOR(pg_catalog.=) ANY ($1) AND l.key OPERATOR(pg_catalog.=) r.key"
+				"     AND r.claimed_at OPERATOR(pg_catalog.<=) ($2 OPERATOR(pg_catalog.-) COALESCE(l.rate_per_ms, 0))"
+				") INSERT INTO @extschema@.a2_rate_claims (key, claimed_at)"
+				"  SELECT k.key, $2 FROM pg_catalog.unnest($1) AS k(key)"),
+	},
+	.nparams = 2, .params = {A2_PARAM("keys", TEXTARRAYOID), A2_PARAM("now", INT8OID)},
+};
+
+A2_STATEMENT_GROUP(limits, &key_limits, &key_leases, &key_claims, &log_claims);
+
+static void
+limits_xact_callback(XactEvent event, void *arg)
+{
+	pass_active = false;
+	call_active = false;
+}
+
+void
+a2_limits_pass_begin(void)
+{
+	HASHCTL		ctl;
+
+	if (pass_cxt == NULL)
+		pass_cxt = AllocSetContextCreate(TopMemoryContext, "a2 limits pass",
+										 ALLOCSET_SMALL_SIZES);
+	if (!callback_registered)
+	{
+		RegisterXactCallback(limits_xact_callback, NULL);
+		callback_registered = true;
+	}
+	/*
+	 * Within one a2_claim_next call the keys' decisions carry over from
+	 * pass to pass: this transaction holds the lock of every key it decided
+	 * a budget for, so no other claim of the key runs meanwhile, and its own
+	 * claims spend the budget; the call's clock does not move, so no lease
+	 * expires.  A completion elsewhere can only free a slot, which the next
+	 * call sees: conservative.
+	 */
+	if (!call_active || pass_keys == NULL)
+	{
+		MemoryContextReset(pass_cxt);
+		ctl.keysize = A2_MAX_NAME_BYTES + 1;
+		ctl.entrysize = sizeof(KeyEntry);
+		ctl.hcxt = pass_cxt;
+		pass_keys = hash_create("a2 limits keys", 8, &ctl,
+								HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	pass_active = true;
+	pass_denied = false;
+	pass_retry_at = PG_INT64_MAX;
+}
+
+void
+a2_limits_call_begin(void)
+{
+	call_active = false;
+	pass_keys = NULL;			/* the next pass starts a fresh table */
+	call_active = true;
+}
+
+void
+a2_limits_call_end(void)
+{
+	call_active = false;
+	pass_keys = NULL;			/* no pass after the call reuses its budgets */
+}
+
+void
+a2_limits_pass_end(bool *denied, int64 *retry_at)
+{
+	pass_active = false;
+	if (denied)
+		*denied = pass_denied;
+	if (retry_at)
+		*retry_at = pass_retry_at;
+}
+
+static bool
+try_lock_key(const char *key)
+{
+	Datum		h = DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+											CStringGetTextDatum(key));
+
+	return DatumGetBool(DirectFunctionCall2(pg_try_advisory_xact_lock_int4,
+											Int32GetDatum(A2_KEY_LOCK_CLASS), h));
+}
+
+/* Read a key's limits and counts: its budget for this pass. */
+static void
+decide(KeyEntry *entry, const char *key, int64 now_ms)
+{
+	A2Args		a;
+	bool		isnull;
+	Datum		max_leased,
+				rate_max,
+				per_ms;
+
+	entry->limited = false;
+	entry->rated = false;
+	entry->budget = PG_INT64_MAX;
+	entry->retry_at = PG_INT64_MAX;
+
+	a2_args_init(&a, &key_limits);
+	a2_bind_text(&a, 1, key);
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
+		return;
+	entry->limited = true;
+	max_leased = a2_col(0, KEY_LIMITS_MAX_LEASED, &isnull);
+	if (isnull)
+		max_leased = Int32GetDatum(-1);
+	rate_max = a2_col(0, KEY_LIMITS_RATE_MAX, &isnull);
+	if (isnull)
+		rate_max = Int32GetDatum(-1);
+	per_ms = a2_col(0, KEY_LIMITS_RATE_PER_MS, &isnull);
+	entry->rated = DatumGetInt32(rate_max) > 0;
+
+	if (!try_lock_key(key))
+	{
+		/* another transaction is claiming this key's work: skip, retry now */
+		entry->budget = 0;
+		entry->retry_at = now_ms;
+		return;
+	}
+	if (DatumGetInt32(max_leased) > 0)
+	{
+		int64		leased;
+
+		a2_args_init(&a, &key_leases);
+		a2_bind_text(&a, 1, key);
+		a2_bind_int8(&a, 2, now_ms);
+		a2_exec_latest(&a, SPI_OK_SELECT);
+		leased = a2_col_int64(0, KEY_LEASES_LEASED);
+		entry->budget = DatumGetInt32(max_leased) - leased;
+		if (entry->budget <= 0)
+			entry->retry_at = a2_col_int64(0, KEY_LEASES_FIRST_EXPIRY);
+	}
+	if (entry->rated)
+	{
+		int64		claims;
+		int64		rate_budget;
+
+		a2_args_init(&a, &key_claims);
+		a2_bind_text(&a, 1, key);
+		a2_bind_int8(&a, 2, now_ms);
+		a2_bind_int8(&a, 3, DatumGetInt64(per_ms));
+		a2_exec_latest(&a, SPI_OK_SELECT);
+		claims = a2_col_int64(0, KEY_CLAIMS_CLAIMS);
+		rate_budget = DatumGetInt32(rate_max) - claims;
+		if (rate_budget <= 0)
+		{
+			int64		free_at = a2_col_int64(0, KEY_CLAIMS_OLDEST) + DatumGetInt64(per_ms);
+
+			entry->retry_at = entry->budget <= 0 ? Max(entry->retry_at, free_at) : free_at;
+		}
+		entry->budget = Min(entry->budget, rate_budget);
+	}
+}
+
+/*
+ * a2_admit(key, now_ms): whether one more event with this key may be
+ * claimed in the current pass.  Raises 55000 outside a claim.
+ */
+Datum
+a2_admit(PG_FUNCTION_ARGS)
+{
+	char	   *key;
+	int64		now_ms;
+	KeyEntry   *entry;
+	bool		found;
+
+	a2_require_arg(fcinfo, 0, "key");
+	a2_require_arg(fcinfo, 1, "now_ms");
+	key = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	now_ms = PG_GETARG_INT64(1);
+	if (!pass_active)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a2_admit is called by a2_claim and a2_claim_next only")));
+	if (strlen(key) > A2_MAX_NAME_BYTES)
+		PG_RETURN_BOOL(false);	/* cannot be stored: a2_append checks keys */
+	entry = hash_search(pass_keys, key, HASH_ENTER, &found);
+	if (!found)
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		PG_TRY();
+		{
+			decide(entry, key, now_ms);
+		}
+		PG_CATCH();
+		{
+			/* the entry must not stay half-decided */
+			(void) hash_search(pass_keys, key, HASH_REMOVE, NULL);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		SPI_finish();
+	}
+	if (!entry->limited)
+		PG_RETURN_BOOL(true);
+	if (entry->budget <= 0)
+	{
+		pass_denied = true;
+		pass_retry_at = Min(pass_retry_at, entry->retry_at);
+		PG_RETURN_BOOL(false);
+	}
+	entry->budget--;
+	PG_RETURN_BOOL(true);
+}
+
+void
+a2_limits_note_claims(uint64 n, int64 now_ms)
+{
+	SPITupleTable *saved = SPI_tuptable;
+	uint64		saved_n = SPI_processed;
+	char	  **keys = palloc(sizeof(char *) * Max(n, 1));
+	int			nkeys = 0;
+	A2Args		a;
+
+	if (pass_keys == NULL)
+		return;
+	for (uint64 r = 0; r < n; r++)
+	{
+		char	   *key = a2_col_text(r, A2C_CONCURRENCY_KEY);
+		KeyEntry   *entry;
+
+		if (key == NULL)
+			continue;
+		entry = hash_search(pass_keys, key, HASH_FIND, NULL);
+		if (entry && entry->rated)
+			keys[nkeys++] = key;
+	}
+	if (nkeys == 0)
+		return;
+	a2_args_init(&a, &log_claims);
+	a2_bind(&a, 1, TEXTARRAYOID, a2_text_array(keys, nkeys));
+	a2_bind_int8(&a, 2, now_ms);
+	a2_exec_latest(&a, SPI_OK_INSERT);
+	/* the caller prints the claimed rows */
+	SPI_tuptable = saved;
+	SPI_processed = saved_n;
+}
+

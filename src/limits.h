@@ -1,0 +1,38 @@
+/*-------------------------------------------------------------------------
+ *
+ * limits.h
+ *	  Concurrency and rate limits per concurrency key (limits.c): the claim
+ *	  pass around one run of the claim statement.  Lock order: the session
+ *	  lock, then a key's try-lock (never waited for), then event rows.
+ *
+ * IDENTIFICATION
+ *	  src/limits.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef A2_LIMITS_H
+#define A2_LIMITS_H
+
+/* Start a pass: a2_admit() answers for it until a2_limits_pass_end(). */
+extern void a2_limits_pass_begin(void);
+
+/*
+ * Bracket an a2_claim_next call: the keys' budgets carry over from pass to
+ * pass within it (limits.c says why that is safe).
+ */
+extern void a2_limits_call_begin(void);
+extern void a2_limits_call_end(void);
+
+/*
+ * End the pass; *denied: an event was skipped for a limit, *retry_at: the
+ * earliest time a denied key may admit again (PG_INT64_MAX: none).
+ */
+extern void a2_limits_pass_end(bool *denied, int64 *retry_at);
+
+/*
+ * Log the claims of the last pass's rate-limited keys among the n claimed
+ * rows in SPI_tuptable (A2_EVENT_COLUMNS), which it leaves in place.
+ */
+extern void a2_limits_note_claims(uint64 n, int64 now_ms);
+
+#endif							/* A2_LIMITS_H */
