@@ -200,7 +200,8 @@ EOF
 	cp -a "$("$PG_CONFIG" --includedir)" "$work/pg/usr/include/"
 	rm -rf "$PG_PRIVATE"/lib/a2.so "$PG_PRIVATE"/lib/bitcode/a2 "$PG_PRIVATE"/lib/bitcode/a2.index.bc \
 		"$work/pg/usr/share/postgresql/$A2_PG_MAJOR"/extension/a2.control \
-		"$work/pg/usr/share/postgresql/$A2_PG_MAJOR"/extension/a2--*.sql
+		"$work/pg/usr/share/postgresql/$A2_PG_MAJOR"/extension/a2--*.sql \
+		"$work/pg/usr/share/postgresql/$A2_PG_MAJOR"/extension/a2-prepare--*.sql
 	[[ $("$PG_PRIVATE_CONFIG" --pkglibdir) == "$PG_PRIVATE/lib" ]] ||
 		a2_die "pgxn: the copy's pg_config does not point into the copy"
 	# pgxnclient checks that pg_config's libdir is writable (it would use
