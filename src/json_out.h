@@ -5,7 +5,7 @@
  *	  timestamps as JavaScript's toISOString() writes them, StoredEvent /
  *	  Event objects from a2_events rows selected with A2_EVENT_COLUMNS) and
  *	  the two field readers everything else builds on.  It depends on no
- *	  other a2 module; validate.h builds its argument checks on it.
+ *	  other a2 module but clock.h (a wait's timeout); validate.h builds on it.
  *
  *	  Every helper takes a key: non-NULL pushes a key/value pair into the
  *	  open object, NULL pushes an element into the open array.
@@ -27,8 +27,10 @@
 /*
  * The select list every event-returning statement starts with, its column
  * names (statements.h checks them), and the 1-based column numbers in it.
- * A2_EVENT_COLUMNS_0_1 serves objects older than 0.3.0, which have no
- * not_before column.
+ * A2_EVENT_COLUMNS_0_4 serves 0.4.0 objects (the durable waits' wait_for
+ * and wait_result); A2_EVENT_COLUMNS serves 0.3.0 objects, which have no
+ * wait columns, A2_EVENT_COLUMNS_0_1 older ones, which have no not_before
+ * column either: the missing columns are selected as NULL.
  */
 #define A2_EVENT_COLUMNS_BASE \
 	"e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at, " \
@@ -37,8 +39,12 @@
 	"e.attempt_count, e.failure_count, e.last_failed_at, " \
 	"e.last_failed_attempt, e.last_error, e.failed_at, e.claim_holder, " \
 	"e.claim_expires_at, "
-#define A2_EVENT_COLUMNS A2_EVENT_COLUMNS_BASE "e.not_before"
-#define A2_EVENT_COLUMNS_0_1 A2_EVENT_COLUMNS_BASE "NULL::pg_catalog.int8 AS not_before"
+#define A2_EVENT_COLUMNS_NO_WAITS \
+	", NULL::pg_catalog.jsonb AS wait_for, NULL::pg_catalog.jsonb AS wait_result"
+#define A2_EVENT_COLUMNS_0_4 A2_EVENT_COLUMNS_BASE "e.not_before, e.wait_for, e.wait_result"
+#define A2_EVENT_COLUMNS A2_EVENT_COLUMNS_BASE "e.not_before" A2_EVENT_COLUMNS_NO_WAITS
+#define A2_EVENT_COLUMNS_0_1 A2_EVENT_COLUMNS_BASE "NULL::pg_catalog.int8 AS not_before" \
+	A2_EVENT_COLUMNS_NO_WAITS
 
 #define A2_EVENT_COLUMN_NAMES \
 	"session_id", "idx", "event_type", "payload", "event_id", "created_at", \
@@ -46,7 +52,7 @@
 	"returned_event_ids", "first_claimed_at", "last_claimed_at", \
 	"attempt_count", "failure_count", "last_failed_at", \
 	"last_failed_attempt", "last_error", "failed_at", "claim_holder", \
-	"claim_expires_at", "not_before"
+	"claim_expires_at", "not_before", "wait_for", "wait_result"
 
 typedef enum A2EventCol
 {
@@ -72,7 +78,9 @@ typedef enum A2EventCol
 	A2C_CLAIM_HOLDER,
 	A2C_CLAIM_EXPIRES_AT,
 	A2C_NOT_BEFORE,				/* 0.3.0; NULL on 0.2.0 objects */
-	A2C_NUM_EVENT_COLS = A2C_NOT_BEFORE
+	A2C_WAIT_FOR,				/* 0.4.0; NULL on older objects */
+	A2C_WAIT_RESULT,			/* 0.4.0; NULL on older objects */
+	A2C_NUM_EVENT_COLS = A2C_WAIT_RESULT
 } A2EventCol;
 
 typedef a2_jsonb_builder A2Json;	/* the builder being filled (pg_compat.h) */
@@ -92,8 +100,12 @@ extern void a2j_jsonb(A2Json *js, const char *key, Jsonb *value);
 /*
  * A StoredEvent's fields by A2EventCol, filled from a row or by the code
  * that inserted the event, and printed by the one writer below (so every
- * result agrees key for key).  present[col] false: JSON null (notBefore:
- * absent).  The cause is kept parsed.
+ * result agrees key for key).  present[col] false: JSON null (notBefore,
+ * waitFor, waitResult: absent).  The cause is kept parsed.  For a waiting
+ * event (docs/semantics.md, "Waits") a2_stored_from_row already holds the
+ * printed shapes: notBefore the event's own, json[A2C_WAIT_FOR] the
+ * public {types, timeoutMs}, json[A2C_WAIT_RESULT] the result or
+ * {"timedOut": true} derived at the store clock.
  */
 typedef struct A2StoredEvent
 {

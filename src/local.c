@@ -75,7 +75,7 @@ local_try_lock_session(const char *session_id)
  * so a concurrent append of the same id becomes Z2001; a batch whose ids
  * were all generated here (time-ordered UUIDs, src/uuid7.c) skips the speculative insertion.
  */
-#define INSERT_BATCH_SQL(on_conflict, mark, nb_column, nb_value) \
+#define INSERT_BATCH_SQL(on_conflict, mark, nb_column, nb_value, w_unnest, w_alias) \
 	"WITH st AS MATERIALIZED (" \
 	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e" \
 	"                    WHERE e.session_id OPERATOR(pg_catalog.=) $1 ORDER BY e.idx DESC LIMIT 1)," \
@@ -94,8 +94,8 @@ local_try_lock_session(const char *session_id)
 	"         CASE WHEN i.settled THEN $2 END" nb_value \
 	"    FROM st, ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)," \
 	"                        pg_catalog.unnest($7), pg_catalog.unnest($8), pg_catalog.unnest($9)," \
-	"                        pg_catalog.unnest($11)) WITH ORDINALITY" \
-	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, not_before, ord)" \
+	"                        pg_catalog.unnest($11)" w_unnest ") WITH ORDINALITY" \
+	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, not_before" w_alias ", ord)" \
 	on_conflict \
 	"  RETURNING 1" \
 	") SELECT st.base, st.pending, (SELECT pg_catalog.count(*) FROM ins) AS inserted FROM st"
@@ -119,26 +119,30 @@ local_try_lock_session(const char *session_id)
 
 /*
  * The texts of one insert statement: `sql` is INSERT_BATCH_SQL or
- * INSERT_ONE_SQL, `single` and `distributed` the conflict clauses.
+ * INSERT_ONE_SQL, `single` and `distributed` the conflict clauses.  From
+ * 0.4.0 on, on one server, the row also stores its wait (waits.c: w_column
+ * and w_value, and for the batch form w_unnest and w_alias); distributed
+ * mode refuses waits, so its texts stay.
  */
-#define INSERT_TEXTS(sql, single, distributed, nb_column, nb_value) \
-	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1, sql(single, MARK_NONE, "", "")), \
-	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_2, sql(single, MARK_FUNCTION, "", "")), \
-	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_3, sql(single, MARK_FUNCTION, nb_column, nb_value)), \
-	A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1, sql(distributed, MARK_NONE, "", "")), \
-	A2_TEXT(A2_ROUTED, A2_OBJECTS_0_2, sql(distributed, MARK_FUNCTION, "", "")), \
-	A2_TEXT(A2_ROUTED, A2_OBJECTS_0_3, sql(distributed, MARK_FUNCTION, nb_column, nb_value)), \
-	A2_TEXT(A2_SHARD, A2_OBJECTS_0_2, sql(distributed, MARK_SHARD, "", "")), \
-	A2_TEXT(A2_SHARD, A2_OBJECTS_0_3, sql(distributed, MARK_SHARD, nb_column, nb_value))
+#define INSERT_TEXTS(sql, single, distributed, nb_column, nb_value, w_column, w_value, w_unnest, w_alias) \
+	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1, sql(single, MARK_NONE, "", "", "", "")), \
+	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_2, sql(single, MARK_FUNCTION, "", "", "", "")), \
+	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_3, sql(single, MARK_FUNCTION, nb_column, nb_value, "", "")), \
+	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, sql(single, MARK_FUNCTION, nb_column w_column, nb_value w_value, w_unnest, w_alias)), \
+	A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_1, sql(distributed, MARK_NONE, "", "", "", "")), \
+	A2_TEXT(A2_ROUTED, A2_OBJECTS_0_2, sql(distributed, MARK_FUNCTION, "", "", "", "")), \
+	A2_TEXT(A2_ROUTED, A2_OBJECTS_0_3, sql(distributed, MARK_FUNCTION, nb_column, nb_value, "", "")), \
+	A2_TEXT(A2_SHARD, A2_OBJECTS_0_2, sql(distributed, MARK_SHARD, "", "", "", "")), \
+	A2_TEXT(A2_SHARD, A2_OBJECTS_0_3, sql(distributed, MARK_SHARD, nb_column, nb_value, "", ""))
 
 #define INSERT_BATCH_PARAMS \
-	.nparams = 11, \
+	.nparams = 12, \
 	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("now", INT8OID), \
 		A2_PARAM("event_types", TEXTARRAYOID), A2_PARAM("payloads", JSONBARRAYOID), \
 		A2_PARAM("event_ids", TEXTARRAYOID), A2_PARAM("causes", JSONBARRAYOID), \
 		A2_PARAM("lanes", TEXTARRAYOID), A2_PARAM("batch_blocked", BOOLARRAYOID), \
 		A2_PARAM("settled", BOOLARRAYOID), A2_PARAM("want_pending", BOOLOID), \
-	A2_PARAM("not_befores", INT8ARRAYOID)}, \
+	A2_PARAM("not_befores", INT8ARRAYOID), A2_PARAM("wait_fors", JSONBARRAYOID)}, \
 	.session_param = 1, .columns = A2_COLUMNS("base", "pending", "inserted")
 
 enum
@@ -152,13 +156,15 @@ enum
 static A2Statement insert_batch = {
 	.name = "local.insert_batch",
 	.texts = {INSERT_TEXTS(INSERT_BATCH_SQL, ON_EVENT_ID, ON_SESSION_EVENT_ID,
-						   ", not_before", ", i.not_before")},
+						   ", not_before", ", i.not_before",
+						   ", wait_for", ", i.wait_for", ", pg_catalog.unnest($12)", ", wait_for")},
 	INSERT_BATCH_PARAMS
 };
 
 static A2Statement insert_generated = {
 	.name = "local.insert_generated",
-	.texts = {INSERT_TEXTS(INSERT_BATCH_SQL, "", "", ", not_before", ", i.not_before")},
+	.texts = {INSERT_TEXTS(INSERT_BATCH_SQL, "", "", ", not_before", ", i.not_before",
+						   ", wait_for", ", i.wait_for", ", pg_catalog.unnest($12)", ", wait_for")},
 	INSERT_BATCH_PARAMS
 };
 
@@ -167,7 +173,7 @@ static A2Statement insert_generated = {
  * scan, no CTEs, a fifth cheaper to start up.  RETURNING's subquery sees
  * the statement's snapshot, i.e. the log before this row.
  */
-#define INSERT_ONE_SQL(on_conflict, mark, nb_column, nb_value) \
+#define INSERT_ONE_SQL(on_conflict, mark, nb_column, nb_value, w_unnest_unused, w_alias_unused) \
 	"INSERT INTO @extschema@.a2_events AS e" \
 	"  (session_id, idx, event_type, payload, event_id, created_at," \
 	"   cause, lane, lane_ready, processed_at" nb_column ")" \
@@ -184,12 +190,13 @@ static A2Statement insert_generated = {
 	"              WHERE q.session_id OPERATOR(pg_catalog.=) $1 AND q.processed_at IS NULL) END AS pending"
 
 #define INSERT_ONE_PARAMS \
-	.nparams = 10, \
+	.nparams = 11, \
 	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("now", INT8OID), \
 		A2_PARAM("event_type", TEXTOID), A2_PARAM("payload", JSONBOID), \
 		A2_PARAM("event_id", TEXTOID), A2_PARAM("cause", JSONBOID), \
 		A2_PARAM("lane", TEXTOID), A2_PARAM("settled", BOOLOID), \
-	A2_PARAM("want_pending", BOOLOID), A2_PARAM("not_before", INT8OID)}, \
+	A2_PARAM("want_pending", BOOLOID), A2_PARAM("not_before", INT8OID), \
+	A2_PARAM("wait_for", JSONBOID)}, \
 	.session_param = 1, .columns = A2_COLUMNS("idx", "pending")
 
 enum
@@ -202,13 +209,15 @@ static A2Statement insert_one = {
 	.name = "local.insert_one",
 	.texts = {INSERT_TEXTS(INSERT_ONE_SQL, " ON CONFLICT (event_id) DO NOTHING",
 						   " ON CONFLICT (session_id, event_id) DO NOTHING",
-						   ", not_before", ", $10")},
+						   ", not_before", ", $10", 
+						   ", wait_for", ", $11", "", "")},
 	INSERT_ONE_PARAMS
 };
 
 static A2Statement insert_one_generated = {
 	.name = "local.insert_one_generated",
-	.texts = {INSERT_TEXTS(INSERT_ONE_SQL, "", "", ", not_before", ", $10")},
+	.texts = {INSERT_TEXTS(INSERT_ONE_SQL, "", "", ", not_before", ", $10", 
+						   ", wait_for", ", $11", "", "")},
 	INSERT_ONE_PARAMS
 };
 
@@ -231,10 +240,16 @@ insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 	a2_bind_text(&a, 7, ev->lane);
 	a2_bind_bool(&a, 8, ev->settled);
 	a2_bind_bool(&a, 9, need_pending);
-	if (ev->has_not_before)
+	if (ev->wait_stored)
+		a2_bind_int8(&a, 10, ev->wait_gate);
+	else if (ev->has_not_before)
 		a2_bind_int8(&a, 10, ev->not_before);
 	else
 		a2_bind_null(&a, 10);
+	if (ev->wait_stored)
+		a2_bind(&a, 11, JSONBOID, JsonbPGetDatum(ev->wait_stored));
+	else
+		a2_bind_null(&a, 11);
 
 	out->inserted = a2_exec_latest(&a, SPI_OK_INSERT_RETURNING);
 	/* nothing of ours was written when the id was taken */
@@ -257,6 +272,7 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 	bool	   *settled = palloc(sizeof(bool) * count);
 	int64	   *not_before = palloc(sizeof(int64) * count);
 	bool	   *no_not_before = palloc(sizeof(bool) * count);
+	Jsonb	  **wait_fors = palloc(sizeof(Jsonb *) * count);
 
 	a2_batch_blocked_lanes(events, count, blocked);
 	for (int i = 0; i < count; i++)
@@ -267,8 +283,9 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 		payloads[i] = events[i].payload;
 		causes[i] = events[i].cause;
 		settled[i] = events[i].settled;
-		not_before[i] = events[i].not_before;
-		no_not_before[i] = !events[i].has_not_before;
+		not_before[i] = events[i].wait_stored ? events[i].wait_gate : events[i].not_before;
+		no_not_before[i] = !events[i].has_not_before && !events[i].wait_stored;
+		wait_fors[i] = events[i].wait_stored;
 	}
 	a2_args_init(&a, generated ? &insert_generated : &insert_batch);
 	a2_bind(&a, 1, TEXTOID, session);
@@ -282,6 +299,7 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 	a2_bind(&a, 9, BOOLARRAYOID, a2_bool_array(settled, count));
 	a2_bind_bool(&a, 10, need_pending);
 	a2_bind(&a, 11, INT8ARRAYOID, a2_int8_array(not_before, no_not_before, count));
+	a2_bind(&a, 12, JSONBARRAYOID, a2_jsonb_array(wait_fors, count));
 	a2_exec_latest(&a, SPI_OK_SELECT);
 	out->base = a2_col_int64(0, INSERT_BATCH_BASE);
 	out->pending = a2_col_bool(0, INSERT_BATCH_PENDING);

@@ -61,6 +61,7 @@ static A2Statement lock_event = {
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, LOCK_EVENT_SQL(A2_EVENT_COLUMNS_0_1)),
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3, LOCK_EVENT_SQL(A2_EVENT_COLUMNS)),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_4, LOCK_EVENT_SQL(A2_EVENT_COLUMNS_0_4)),
 	},
 	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID)},
 	.session_param = 1, .columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES, "redriven")
@@ -99,6 +100,8 @@ static A2Statement redrive_listed = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, REDRIVE_LISTED_SQL("", A2_EVENT_COLUMNS_0_1)),
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3,
 				REDRIVE_LISTED_SQL(", not_before = NULL", A2_EVENT_COLUMNS)),
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_4,
+				REDRIVE_LISTED_SQL(", not_before = NULL", A2_EVENT_COLUMNS_0_4)),
 	},
 	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("indexes", INT8ARRAYOID)},
 	.session_param = 1, .columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES)

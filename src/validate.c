@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "json_out.h"
 #include "validate.h"
+#include "waits.h"
 
 void
 a2_require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
@@ -252,8 +253,8 @@ a2_json_check_keys(JsonbContainer *obj, const char *const *accepted,
 
 /* The keys of docs/json.md's input shapes for append and complete */
 static const char *const cause_keys[] = {"index", "attempt", "batchSize", NULL};
-static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", "notBefore", NULL};
-static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", "notBefore", NULL};
+static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", "notBefore", "waitFor", NULL};
+static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", "notBefore", "waitFor", NULL};
 
 static void
 parse_cause(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
@@ -366,6 +367,14 @@ a2_parse_events(Jsonb *events, const char *session_id, bool for_complete,
 				a2_invalid("events", session_id,
 						   "events[%d].notBefore must be a finite timestamp within 8.64e15 milliseconds of 1970-01-01.", i);
 			ev->has_not_before = true;
+		}
+
+		if (a2_json_field(obj, "waitFor", &f))
+		{
+			a2_parse_wait(&f, ev, session_id, i);
+			if (ev->settled)
+				a2_invalid("events", session_id,
+						   "events[%d].waitFor cannot be combined with settled: true; a settled event is never claimed.", i);
 		}
 	}
 	*count = n;

@@ -33,6 +33,12 @@ typedef struct A2EventInput
 	bool		settled;
 	bool		has_not_before; /* notBefore given (docs/semantics.md, "Scheduling") */
 	int64		not_before;		/* epoch ms, when has_not_before */
+	/* waitFor (docs/semantics.md, "Waits"; src/waits.h) */
+	Jsonb	   *wait_types;		/* the awaited types, a JSON array; NULL: no wait */
+	bool		has_wait_timeout;
+	int64		wait_timeout_ms;
+	Jsonb	   *wait_stored;	/* the wait_for column (a2_waits_prepare) */
+	int64		wait_gate;		/* its not_before while waiting (a2_waits_prepare) */
 } A2EventInput;
 
 /* Required arguments: NULL raises 22004 naming the argument. */

@@ -30,6 +30,8 @@ CREATE TABLE a2_events (
 	claim_holder			text,
 	claim_expires_at		bigint,
 	not_before				bigint,		-- 0.3.0
+	wait_for				jsonb,		-- 0.4.0, durable waits
+	wait_result				jsonb,		-- 0.4.0, durable waits
 	PRIMARY KEY (session_id, idx)
 )
 -- Autovacuum for the churn every claim and completion causes (no HOT
@@ -53,6 +55,13 @@ SELECT pg_catalog.pg_extension_config_dump('a2_events', '');
 -- written before 0.3.0.
 COMMENT ON COLUMN a2_events.not_before IS
 'Epoch milliseconds before which the event is not claimed (notBefore, or a failed attempt''s retry_after_ms backoff); NULL: claimable at once.';
+
+-- Durable waits (docs/semantics.md, "Waits"): NULL in both for every event
+-- appended without waitFor, so such events store no more bytes than before.
+COMMENT ON COLUMN a2_events.wait_for IS
+'The event''s wait (waitFor): {"types": [...], "timeoutMs": n, "until": epoch ms, "notBefore": epoch ms}; until and notBefore are kept for a2 (the timeout''s due time, the event''s own notBefore); NULL: no wait.';
+COMMENT ON COLUMN a2_events.wait_result IS
+'How the wait ended when an awaited event ended it: {"index": n, "type": t}; NULL while waiting, after a timeout (derived: now >= until) and without a wait.';
 
 CREATE TABLE a2_snapshots (
 	session_id		text	NOT NULL,

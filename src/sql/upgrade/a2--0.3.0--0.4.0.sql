@@ -20,3 +20,19 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION a2_statements() IS
 'every SQL statement a2''s C code runs, expanded for this database''s schema: one row per statement, mode (single; in distributed mode routed, local or shard) and the earliest installed version of a2''s objects that text serves';
+
+-- == durable waits (issue 28, part 2) ======================================
+
+-- docs/semantics.md, "Waits".  NULL in both columns for every existing event.
+ALTER TABLE a2_events ADD COLUMN IF NOT EXISTS wait_for jsonb;
+ALTER TABLE a2_events ADD COLUMN IF NOT EXISTS wait_result jsonb;
+
+COMMENT ON COLUMN a2_events.wait_for IS
+'The event''s wait (waitFor): {"types": [...], "timeoutMs": n, "until": epoch ms, "notBefore": epoch ms}; until and notBefore are kept for a2 (the timeout''s due time, the event''s own notBefore); NULL: no wait.';
+COMMENT ON COLUMN a2_events.wait_result IS
+'How the wait ended when an awaited event ended it: {"index": n, "type": t}; NULL while waiting, after a timeout (derived: now >= until) and without a wait.';
+
+-- Empty after the update (no event waits yet), so it builds at once; an
+-- operator may build it beforehand with CREATE INDEX CONCURRENTLY.
+CREATE INDEX IF NOT EXISTS a2_events_waiting ON a2_events (session_id, idx)
+	WHERE wait_for IS NOT NULL AND wait_result IS NULL AND processed_at IS NULL;
