@@ -23,6 +23,7 @@ import type {
   StoreStateRead,
   StoreStateReadRequest,
   StoredEvent,
+  WaitFor,
 } from './types.js'
 
 type Json = Record<string, unknown>
@@ -56,6 +57,12 @@ const causeJson = (c: EventCause): Json =>
 const notBeforeJson = (v: Date | string | null | undefined, what: string): unknown =>
   v === null || v === undefined ? undefined : v instanceof Date ? isoText(v, what) : v
 
+/** waitFor as sent: only when given, timeoutMs only when set. */
+const waitForJson = (w: WaitFor | null | undefined): unknown =>
+  w === null || w === undefined
+    ? undefined
+    : defined({ types: w.types === undefined ? undefined : [...w.types], timeoutMs: w.timeoutMs ?? undefined })
+
 export const appendEventJson = (e: AppendEvent, id: string | undefined, i = 0): Json =>
   defined({
     id,
@@ -65,6 +72,7 @@ export const appendEventJson = (e: AppendEvent, id: string | undefined, i = 0): 
     lane: e.lane ?? undefined,
     settled: e.settled,
     notBefore: notBeforeJson(e.notBefore, `events[${i}].notBefore`),
+    waitFor: waitForJson(e.waitFor),
   })
 
 export const returnedEventJson = (e: ReturnedEvent, i = 0): Json =>
@@ -75,6 +83,7 @@ export const returnedEventJson = (e: ReturnedEvent, i = 0): Json =>
     lane: e.lane ?? undefined,
     settled: e.settled,
     notBefore: notBeforeJson(e.notBefore, `events[${i}].notBefore`),
+    waitFor: waitForJson(e.waitFor),
   })
 
 export const snapshotWriteJson = (w: StoreSnapshotWrite): Json =>
@@ -131,7 +140,8 @@ export const toEvent = (v: unknown): Event => {
 }
 
 // A StoredEvent starts with the Event's fields, in the seed's key order;
-// notBefore (a2 0.3.0) comes last, and only when the server sent it.
+// notBefore (a2 0.3.0), then waitFor and waitResult (a2 0.4.0) come last,
+// and only when the server sent them.
 export const toStored = (v: unknown): StoredEvent => {
   const e = v as Json
   const stored: StoredEvent = {
@@ -156,6 +166,20 @@ export const toStored = (v: unknown): StoredEvent => {
     claimExpiresAt: dateOrNull(e['claimExpiresAt']),
   }
   if (e['notBefore'] !== null && e['notBefore'] !== undefined) stored.notBefore = date(e['notBefore'])
+  const waitFor = e['waitFor'] as Json | null | undefined
+  if (waitFor !== null && waitFor !== undefined)
+    stored.waitFor = {
+      types: [...(waitFor['types'] as string[])],
+      ...(waitFor['timeoutMs'] === undefined || waitFor['timeoutMs'] === null
+        ? {}
+        : { timeoutMs: Number(waitFor['timeoutMs']) }),
+    }
+  const waitResult = e['waitResult'] as Json | null | undefined
+  if (waitResult !== null && waitResult !== undefined)
+    stored.waitResult =
+      waitResult['timedOut'] === true
+        ? { timedOut: true }
+        : { index: Number(waitResult['index']), type: waitResult['type'] as string }
   return stored
 }
 

@@ -64,6 +64,26 @@ class Cause:
 
 
 @dataclass(frozen=True)
+class WaitFor:
+    """A durable wait (a2 0.4.0): not claimable until an event of one of
+    ``types`` is appended to the session after this one, or until
+    ``timeout_ms`` has passed since it was appended (None: no timeout)."""
+
+    types: List[str]
+    timeout_ms: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    """How a wait ended: ``timed_out``, or the ``index`` and ``type`` of the
+    event that ended it."""
+
+    timed_out: bool = False
+    index: Optional[int] = None
+    type: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class Event:
     """An immutable log entry, as a reducer sees it."""
 
@@ -96,6 +116,10 @@ class StoredEvent(Event):
     claim_expires_at: Optional[datetime]
     #: Not eligible before this time (a2 0.3.0 scheduling); None when unset.
     not_before: Optional[datetime] = None
+    #: The event's durable wait (a2 0.4.0); None when it has none.
+    wait_for: Optional[WaitFor] = None
+    #: How that wait ended; None while it waits, or without a wait.
+    wait_result: Optional[WaitResult] = None
 
     @property
     def finished(self) -> bool:
@@ -119,6 +143,8 @@ class NewEvent:
     settled: Optional[bool] = None
     #: Not claimable before this time (a2 0.3.0); only sent when given.
     not_before: Optional[datetime] = None
+    #: A durable wait (a2 0.4.0); only sent when given.
+    wait_for: Optional[WaitFor] = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +157,8 @@ class ReturnedEvent:
     lane: Optional[str] = None
     settled: Optional[bool] = None
     not_before: Optional[datetime] = None
+    #: "Continue when X happens" (a2 0.4.0); only sent when given.
+    wait_for: Optional[WaitFor] = None
 
 
 @dataclass(frozen=True)
