@@ -238,6 +238,7 @@ SELECT pg_temp.err($q$SELECT a2_append('w-err', '[{"type": "t", "waitFor": {"typ
 SELECT pg_temp.err($q$SELECT a2_append('w-err', '[{"type": "t", "waitFor": {"types": ["x"], "timeoutMs": 1.5}}]')$q$);
 SELECT pg_temp.err($q$SELECT a2_append('w-err', '[{"type": "t", "waitFor": {"types": ["x"], "timeoutMs": "60000"}}]')$q$);
 SELECT pg_temp.err($q$SELECT a2_append('w-err', '[{"type": "t", "waitFor": {"types": ["x"], "timeoutMs": 9223372036854775807}}]')$q$);
+SELECT pg_temp.err($q$SELECT a2_append('w-err', '[{"type": "t", "waitFor": {"types": ["x"], "timeoutMs": 8640000000000000}}]')$q$);
 SELECT pg_temp.err($q$SELECT a2_append('w-err', '[{"type": "t", "waitFor": {"types": ["x"], "timeoutMs": 1e30}}]')$q$);
 SELECT pg_temp.err($q$SELECT a2_append('w-err', '[{"type": "t", "waitFor": {"types": ["x"], "timeout": 5}}]')$q$);
 SELECT pg_temp.err($q$SELECT a2_append('w-err', '[{"type": "t", "settled": true, "waitFor": {"types": ["x"]}}]')$q$);

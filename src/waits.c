@@ -155,7 +155,13 @@ a2_parse_wait(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
 	snprintf(path, sizeof(path), "events[%d].waitFor.timeoutMs", i);
 	ev->has_wait_timeout = a2_json_field(obj, "timeoutMs", &f);
 	if (ev->has_wait_timeout)
+	{
 		ev->wait_timeout_ms = a2_json_int_field(&f, 0, "events", session_id, path);
+		/* beyond the whole range a2 stores: out of range whatever now is */
+		if (ev->wait_timeout_ms > A2_MAX_WAIT_TIMEOUT_MS)
+			a2_invalid("events", session_id, "%s must be at most " INT64_FORMAT ", not " INT64_FORMAT ".",
+					   path, A2_MAX_WAIT_TIMEOUT_MS, ev->wait_timeout_ms);
+	}
 }
 
 void
