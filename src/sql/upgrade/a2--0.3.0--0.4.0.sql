@@ -32,7 +32,8 @@ COMMENT ON COLUMN a2_events.wait_for IS
 COMMENT ON COLUMN a2_events.wait_result IS
 'How the wait ended when an awaited event ended it: {"index": n, "type": t}; NULL while waiting, after a timeout (derived: now >= until) and without a wait.';
 
--- Empty after the update (no event waits yet), so it builds at once; an
--- operator may build it beforehand with CREATE INDEX CONCURRENTLY.
+-- No entry after the update (no event waits yet), but building it reads
+-- a2_events once and blocks writers meanwhile; an operator may build it
+-- beforehand with CREATE INDEX CONCURRENTLY (same name and definition).
 CREATE INDEX IF NOT EXISTS a2_events_waiting ON a2_events (session_id, idx)
 	WHERE wait_for IS NOT NULL AND wait_result IS NULL AND processed_at IS NULL;
