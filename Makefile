@@ -28,7 +28,7 @@ DATA = $(sort $(wildcard src/sql/upgrade/$(EXTENSION)--*.sql))
 # pg_regress: readable end-to-end examples, one file per operation
 REGRESS = clock append read claim renew complete fail cancel snapshots state presence \
 	unknown_keys redrive claim_next inspect metrics retire reentrancy scheduling cron schedules \
-	queues statements failures
+	queues waits statements failures
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 
 # isolation specs: one per concurrency promise (test/isolation/specs)

@@ -318,3 +318,38 @@ SELECT a2_complete('order-53', 2, 1, '[]')->>'outcome' AS completed;
 SELECT jsonb_path_query_array(r, '$.claims[*].sessionId') AS payments_pool
   FROM a2_claim_next('payments-worker', 30000, 10, NULL, '{payments}') r;
 SELECT a2_resume_queue('email') - 'queue' AS resumed;
+\echo '== 24. Durable waits: "continue when payment.confirmed arrives, or in an hour"'
+\o /dev/null
+SET a2.now = '2026-01-03T14:00:00.000Z';
+\o
+\echo '   order-61 waits for its payment; order-62 waits for one that never comes'
+SELECT e->>'sessionId' AS session, e->>'index' AS index, e->>'type' AS type, e->'waitFor' AS wait_for
+  FROM (SELECT a2_append('order-61', '[{"id": "o61-ship", "type": "order.ship", "waitFor": {"types": ["payment.confirmed", "payment.failed"], "timeoutMs": 3600000}}]')
+        UNION ALL
+        SELECT a2_append('order-62', '[{"id": "o62-ship", "type": "order.ship", "waitFor": {"types": ["payment.confirmed", "payment.failed"], "timeoutMs": 3600000}}]')) a(r),
+       jsonb_array_elements(a.r->'events') e;
+\echo '   nothing to claim yet: busy until the timeout'
+SELECT r->>'outcome' AS outcome, r->>'retryAt' AS retry_at FROM a2_claim('order-61', 'worker-1', 30000) r;
+\o /dev/null
+SET a2.now = '2026-01-03T14:20:00.000Z';
+\o
+\echo '   at 14:20 the payment of order-61 arrives: the same transaction ends its wait'
+SELECT e->>'index' AS index, e->>'type' AS type
+  FROM jsonb_array_elements(a2_append('order-61', '[{"id": "o61-paid", "type": "payment.confirmed", "payload": {"amount": 12}}]')->'events') e;
+SELECT e->>'index' AS index, e->>'type' AS type, e->'waitResult' AS wait_result
+  FROM jsonb_array_elements(a2_claim('order-61', 'worker-1', 30000)->'events') e;
+\echo '   order-62 is still waiting at 14:59:59.999'
+\o /dev/null
+SET a2.now = '2026-01-03T14:59:59.999Z';
+\o
+SELECT r->>'outcome' AS outcome, r->>'retryAt' AS retry_at FROM a2_claim('order-62', 'worker-1', 30000) r;
+\o /dev/null
+SET a2.now = '2026-01-03T15:00:00.000Z';
+\o
+\echo '   at 15:00 its wait times out, and the claim says so'
+SELECT e->>'index' AS index, e->>'type' AS type, e->'waitResult' AS wait_result
+  FROM jsonb_array_elements(a2_claim('order-62', 'worker-1', 30000)->'events') e;
+\echo '   a handler can return a waiting event too: "continue when the courier confirms"'
+SELECT r->>'outcome' AS outcome, r->'events'->0->>'type' AS returned, r->'events'->0->'waitFor' AS wait_for
+  FROM a2_complete('order-61', 1, 1,
+         '[{"id": "o61-handover", "type": "order.handover", "waitFor": {"types": ["courier.confirmed"]}}]') r;

@@ -110,7 +110,7 @@ detect_replay(const char *session_id, A2EventInput *events, int count,
 					 errmsg("replayed event \"%s\" differs from stored event %lld of session \"%s\"",
 							events[i].id,
 							(long long) a2_col_int64(i, A2C_IDX), session_id),
-					 errdetail("A replay must repeat the stored type, payload, lane, cause and notBefore.")));
+					 errdetail("A replay must repeat the stored type, payload, lane, cause, notBefore and waitFor.")));
 
 	for (uint64 r = 0; r < found; r++)
 		a2j_event_row(js, NULL, SPI_tuptable->vals[r], SPI_tuptable->tupdesc, true);

@@ -27,6 +27,7 @@
 #include "spi_util.h"
 #include "statements.h"
 #include "uuid7.h"
+#include "waits.h"
 
 /*
  * The first batch id stored by someone else (not by the insert just run).
@@ -116,8 +117,13 @@ not_before_matches(uint64 row, const A2EventInput *ev)
 {
 	bool		isnull;
 	Datum		stored = a2_col(row, A2C_NOT_BEFORE, &isnull);
+	bool		handled;
+	bool		claimed = a2_col_int64(row, A2C_ATTEMPT_COUNT) > 0;
 
-	if (a2_col_int64(row, A2C_ATTEMPT_COUNT) > 0)
+	/* a waiting row's not_before is its gate: waits.c compares its own */
+	if (!a2_wait_matches(row, ev, !claimed, &handled))
+		return false;
+	if (handled || claimed)
 		return true;
 
 	if (isnull != !ev->has_not_before)
@@ -179,7 +185,7 @@ a2_stored_matches(uint64 row, const A2EventInput *ev, bool check_cause)
 /* The StoredEvent of an event just inserted, without reading it back. */
 static void
 put_new_event(A2Json *js, const char *session_id, int64 idx,
-			  const A2EventInput *ev, int64 now_ms)
+			  const A2EventInput *ev, int64 now_ms, Jsonb *wait_result)
 {
 	A2StoredEvent stored;
 
@@ -213,6 +219,27 @@ put_new_event(A2Json *js, const char *session_id, int64 idx,
 	stored.num[A2C_PRIORITY] = ev->priority;
 	stored.present[A2C_CONCURRENCY_KEY] = ev->concurrency_key != NULL;
 	stored.text[A2C_CONCURRENCY_KEY] = ev->concurrency_key;
+	if (ev->wait_types)
+	{
+		A2Json		w = NULL;
+
+		a2j_begin_object(&w, NULL);
+		a2j_jsonb(&w, "types", ev->wait_types);
+		if (ev->has_wait_timeout)
+			a2j_int(&w, "timeoutMs", ev->wait_timeout_ms);
+		stored.present[A2C_WAIT_FOR] = true;
+		stored.json[A2C_WAIT_FOR] = JsonbValueToJsonb(a2j_end_object(&w));
+		stored.present[A2C_WAIT_RESULT] = wait_result != NULL;
+		stored.json[A2C_WAIT_RESULT] = wait_result;
+		/* a timeout of 0 ends the wait at once */
+		if (!wait_result && ev->has_wait_timeout && ev->wait_timeout_ms == 0)
+		{
+			a2j_begin_object(&w, NULL);
+			a2j_bool(&w, "timedOut", true);
+			stored.present[A2C_WAIT_RESULT] = true;
+			stored.json[A2C_WAIT_RESULT] = JsonbValueToJsonb(a2j_end_object(&w));
+		}
+	}
 	a2j_stored_event(js, NULL, &stored, true);
 }
 
@@ -226,6 +253,7 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 	bool		all_generated = true;
 	A2InsertOutcome out;
 	int64		base;
+	Jsonb	  **wait_results;
 
 	for (int i = 0; i < count; i++)
 	{
@@ -238,6 +266,7 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 		if (events[i].queue || events[i].priority != 0 || events[i].concurrency_key)
 			a2_require_dispatch();
 	}
+	a2_waits_prepare(events, count, now_ms);
 	a2_layer()->insert_events(session_id, events, count, now_ms, all_generated,
 							   had_pending != NULL, &out);
 	base = out.base;
@@ -269,10 +298,22 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 						   session_id)));
 	}
 
+	/* the waits this batch ends, its own included (waits.h) */
+	wait_results = a2_waits_satisfy(session_id, events, count, base, now_ms);
 	for (int i = 0; i < count; i++)
 	{
-		put_new_event(js, session_id, base + 1 + i, &events[i], now_ms);
-		if (events[i].has_not_before && !events[i].settled)
+		Jsonb	   *wait_result = wait_results ? wait_results[i] : NULL;
+
+		put_new_event(js, session_id, base + 1 + i, &events[i], now_ms,
+					  wait_result);
+		if (events[i].settled)
+			continue;
+		if (events[i].wait_types && !wait_result)
+		{
+			if (events[i].wait_gate < A2_WAIT_FOREVER)
+				a2_notify_due(events[i].wait_gate);
+		}
+		else if (events[i].has_not_before)
 			a2_notify_due(events[i].not_before);
 	}
 	if (count > 0)

@@ -3,7 +3,8 @@
  * json_out.c
  *	  jsonb result building for every a2 function, and the JSON field
  *	  readers (a2_json_field, a2_json_int64) that validate.c and the stored
- *	  cause check share.  Depends on no other a2 module.
+ *	  cause check share.  Depends on no other a2 module but clock.h (a
+ *	  wait's timeout is judged when an event is printed).
  *
  *	  Results are assembled as a JsonbValue tree with pushJsonbValue()
  *	  (through pg_compat.h's a2_push_jsonb_value) in the SPI procedure
@@ -24,6 +25,7 @@
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 
+#include "clock.h"			/* a2_clock_now_ms: a wait's timeout, read time */
 #include "json_out.h"
 
 #define MS_PER_DAY	INT64CONST(86400000)
@@ -345,7 +347,57 @@ static const struct
 	/* only for a cancelled event (a2_cancel, docs/json.md) */
 	{"cancelledAt", A2C_CANCELLED_AT, COL_ISO, true},
 	{"cancelReason", A2C_CANCEL_REASON, COL_TEXT, true},
+	/* durable waits (0.4.0), only on an event appended with waitFor */
+	{"waitFor", A2C_WAIT_FOR, COL_JSONB, true},
+	{"waitResult", A2C_WAIT_RESULT, COL_JSONB, true},
 };
+
+/*
+ * keys printed only when present (notBefore and every 0.4.0 key): events
+ * without them keep the reference shape
+ */
+static bool
+absent_when_null(int col)
+{
+	return col >= A2C_NOT_BEFORE;
+}
+
+/*
+ * A stored wait (docs/semantics.md, "Waits") as a StoredEvent shows it:
+ * notBefore is the event's own (the column holds the wait's gate), waitFor
+ * the {types, timeoutMs} the event was appended with, waitResult the
+ * stored result or, once the store clock reached the timeout with none,
+ * {"timedOut": true}.
+ */
+static void
+stored_wait(A2StoredEvent *ev)
+{
+	Jsonb	   *stored = ev->json[A2C_WAIT_FOR];
+	JsonbValue	f;
+	int64		n;
+	A2Json		js = NULL;
+
+	ev->present[A2C_NOT_BEFORE] = a2_json_field(&stored->root, "notBefore", &f) &&
+		a2_json_int64(&f, &ev->num[A2C_NOT_BEFORE]);
+
+	a2j_begin_object(&js, NULL);
+	if (getKeyJsonValueFromContainer(&stored->root, "types", 5, &f) != NULL)
+		push_value(&js, "types", &f);
+	if (a2_json_field(&stored->root, "timeoutMs", &f) && a2_json_int64(&f, &n))
+		a2j_int(&js, "timeoutMs", n);
+	ev->json[A2C_WAIT_FOR] = JsonbValueToJsonb(a2j_end_object(&js));
+
+	if (!ev->present[A2C_WAIT_RESULT] &&
+		a2_json_field(&stored->root, "until", &f) && a2_json_int64(&f, &n) &&
+		a2_clock_now_ms() >= n)
+	{
+		js = NULL;
+		a2j_begin_object(&js, NULL);
+		a2j_bool(&js, "timedOut", true);
+		ev->json[A2C_WAIT_RESULT] = JsonbValueToJsonb(a2j_end_object(&js));
+		ev->present[A2C_WAIT_RESULT] = true;
+	}
+}
 
 void
 a2_stored_from_row(A2StoredEvent *ev, HeapTuple tuple, TupleDesc desc, bool full)
@@ -377,6 +429,8 @@ a2_stored_from_row(A2StoredEvent *ev, HeapTuple tuple, TupleDesc desc, bool full
 				break;
 		}
 	}
+	if (ev->present[A2C_WAIT_FOR])
+		stored_wait(ev);
 	if (ev->present[A2C_CAUSE])
 	{
 		a2_stored_set_cause(ev, ev->json[A2C_CAUSE]);
@@ -407,12 +461,7 @@ a2j_stored_event(A2Json *js, const char *key, const A2StoredEvent *ev, bool full
 			continue;
 		if (!ev->present[col])
 		{
-			/*
-			 * absent, not null: an event never scheduled, queued, limited or
-			 * cancelled keeps its older shape; a cancelled one without a
-			 * reason says cancelReason null
-			 */
-			if (col < A2C_NOT_BEFORE ||
+			if (!absent_when_null(col) ||
 				(col == A2C_CANCEL_REASON && ev->present[A2C_CANCELLED_AT]))
 				a2j_null(js, k);
 			continue;

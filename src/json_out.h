@@ -5,7 +5,7 @@
  *	  timestamps as JavaScript's toISOString() writes them, StoredEvent /
  *	  Event objects from a2_events rows selected with A2_EVENT_COLUMNS) and
  *	  the two field readers everything else builds on.  It depends on no
- *	  other a2 module; validate.h builds its argument checks on it.
+ *	  other a2 module but clock.h (a wait's timeout); validate.h builds on it.
  *
  *	  Every helper takes a key: non-NULL pushes a key/value pair into the
  *	  open object, NULL pushes an element into the open array.
@@ -29,7 +29,8 @@
  * names (statements.h checks them), and the 1-based column numbers in it.
  * A2_EVENT_COLUMNS_0_1 serves objects older than 0.3.0, which have no
  * not_before column; A2_EVENT_COLUMNS_0_3 objects older than 0.4.0, which
- * have no queue, priority, concurrency_key, cancelled_at and cancel_reason.
+ * have no queue, priority, concurrency_key, cancelled_at, cancel_reason,
+ * wait_for and wait_result: the missing columns are selected as NULL.
  */
 #define A2_EVENT_COLUMNS_BASE \
 	"e.session_id, e.idx, e.event_type, e.payload, e.event_id, e.created_at, " \
@@ -41,9 +42,11 @@
 #define A2_EVENT_COLUMNS_0_4_ONLY \
 	", NULL::pg_catalog.text AS queue, NULL::pg_catalog.int4 AS priority, " \
 	"NULL::pg_catalog.text AS concurrency_key, " \
-	"NULL::pg_catalog.int8 AS cancelled_at, NULL::pg_catalog.text AS cancel_reason"
+	"NULL::pg_catalog.int8 AS cancelled_at, NULL::pg_catalog.text AS cancel_reason, " \
+	"NULL::pg_catalog.jsonb AS wait_for, NULL::pg_catalog.jsonb AS wait_result"
 #define A2_EVENT_COLUMNS A2_EVENT_COLUMNS_BASE \
-	"e.not_before, e.queue, e.priority, e.concurrency_key, e.cancelled_at, e.cancel_reason"
+	"e.not_before, e.queue, e.priority, e.concurrency_key, e.cancelled_at, e.cancel_reason, " \
+	"e.wait_for, e.wait_result"
 #define A2_EVENT_COLUMNS_0_3 A2_EVENT_COLUMNS_BASE "e.not_before" A2_EVENT_COLUMNS_0_4_ONLY
 #define A2_EVENT_COLUMNS_0_1 A2_EVENT_COLUMNS_BASE "NULL::pg_catalog.int8 AS not_before" \
 	A2_EVENT_COLUMNS_0_4_ONLY
@@ -55,7 +58,7 @@
 	"attempt_count", "failure_count", "last_failed_at", \
 	"last_failed_attempt", "last_error", "failed_at", "claim_holder", \
 	"claim_expires_at", "not_before", "queue", "priority", "concurrency_key", \
-	"cancelled_at", "cancel_reason"
+	"cancelled_at", "cancel_reason", "wait_for", "wait_result"
 
 typedef enum A2EventCol
 {
@@ -86,7 +89,9 @@ typedef enum A2EventCol
 	A2C_CONCURRENCY_KEY,
 	A2C_CANCELLED_AT,			/* 0.4.0 (a2_cancel); NULL on older objects */
 	A2C_CANCEL_REASON,
-	A2C_NUM_EVENT_COLS = A2C_CANCEL_REASON
+	A2C_WAIT_FOR,				/* 0.4.0 (durable waits); NULL on older objects */
+	A2C_WAIT_RESULT,
+	A2C_NUM_EVENT_COLS = A2C_WAIT_RESULT
 } A2EventCol;
 
 typedef a2_jsonb_builder A2Json;	/* the builder being filled (pg_compat.h) */
@@ -106,9 +111,13 @@ extern void a2j_jsonb(A2Json *js, const char *key, Jsonb *value);
 /*
  * A StoredEvent's fields by A2EventCol, filled from a row or by the code
  * that inserted the event, and printed by the one writer below (so every
- * result agrees key for key).  present[col] false: JSON null (notBefore and
- * cancelledAt: absent; cancelReason: absent unless cancelledAt is present).
- * The cause is kept parsed.
+ * result agrees key for key).  present[col] false: JSON null, except the
+ * 0.4.0 keys and notBefore, which are absent (cancelReason is null on a
+ * cancelled event).  The cause is kept parsed.  For a waiting event
+ * (docs/semantics.md, "Waits") a2_stored_from_row already holds the
+ * printed shapes: notBefore the event's own, json[A2C_WAIT_FOR] the public
+ * {types, timeoutMs}, json[A2C_WAIT_RESULT] the result or
+ * {"timedOut": true} derived at the store clock.
  */
 typedef struct A2StoredEvent
 {

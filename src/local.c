@@ -122,7 +122,10 @@ local_try_lock_session(const char *session_id)
 
 /*
  * The texts of one insert statement: `sql` is INSERT_BATCH_SQL or
- * INSERT_ONE_SQL, `single` and `distributed` the conflict clauses.
+ * INSERT_ONE_SQL, `single` and `distributed` the conflict clauses.  From
+ * 0.4.0 on, on one server, the row also stores its wait (waits.c: w_column
+ * and w_value, and for the batch form w_unnest and w_alias); distributed
+ * mode refuses waits, so its texts stay.
  */
 #define INSERT_TEXTS(sql, single, distributed, nb_column, nb_value, sql_0_4) \
 	A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1, sql(single, MARK_NONE, "", "")), \
@@ -136,14 +139,15 @@ local_try_lock_session(const char *session_id)
 	A2_TEXT(A2_SHARD, A2_OBJECTS_0_3, sql(distributed, MARK_SHARD, nb_column, nb_value))
 
 #define INSERT_BATCH_PARAMS \
-	.nparams = 14, \
+	.nparams = 15, \
 	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("now", INT8OID), \
 		A2_PARAM("event_types", TEXTARRAYOID), A2_PARAM("payloads", JSONBARRAYOID), \
 		A2_PARAM("event_ids", TEXTARRAYOID), A2_PARAM("causes", JSONBARRAYOID), \
 		A2_PARAM("lanes", TEXTARRAYOID), A2_PARAM("batch_blocked", BOOLARRAYOID), \
 		A2_PARAM("settled", BOOLARRAYOID), A2_PARAM("want_pending", BOOLOID), \
 	A2_PARAM("not_befores", INT8ARRAYOID), A2_PARAM("queues", TEXTARRAYOID), \
-	A2_PARAM("priorities", INT4ARRAYOID), A2_PARAM("concurrency_keys", TEXTARRAYOID)}, \
+	A2_PARAM("priorities", INT4ARRAYOID), A2_PARAM("concurrency_keys", TEXTARRAYOID), \
+	A2_PARAM("wait_fors", JSONBARRAYOID)}, \
 	.session_param = 1, .columns = A2_COLUMNS("base", "pending", "inserted")
 
 enum
@@ -154,17 +158,19 @@ enum
 };
 
 /*
- * 0.4.0 (single node only: distributed mode refuses the dispatch fields,
- * events.c): queue, priority and concurrency_key, NULL for the defaults.
+ * 0.4.0 (single node only: distributed mode refuses the dispatch fields
+ * and waitFor, events.c): queue, priority and concurrency_key, NULL for
+ * the defaults, and wait_for (src/waits.c; not_before then holds the
+ * wait's gate).
  */
 #define A2_APPLY(macro, ...) macro(__VA_ARGS__)
 #define BATCH_DISPATCH_X \
-	", not_before, queue, priority, concurrency_key", \
-	", i.not_before, i.queue, i.priority, i.concurrency_key", \
-	", pg_catalog.unnest($12), pg_catalog.unnest($13), pg_catalog.unnest($14)", \
-	", queue, priority, concurrency_key"
+	", not_before, queue, priority, concurrency_key, wait_for", \
+	", i.not_before, i.queue, i.priority, i.concurrency_key, i.wait_for", \
+	", pg_catalog.unnest($12), pg_catalog.unnest($13), pg_catalog.unnest($14), pg_catalog.unnest($15)", \
+	", queue, priority, concurrency_key, wait_for"
 #define ONE_DISPATCH_X \
-	", not_before, queue, priority, concurrency_key", ", $10, $11, $12, $13"
+	", not_before, queue, priority, concurrency_key, wait_for", ", $10, $11, $12, $13, $14"
 
 /* In distributed mode event ids are unique per session (a pinned shard). */
 static A2Statement insert_batch = {
@@ -204,14 +210,14 @@ static A2Statement insert_generated = {
 	"              WHERE q.session_id OPERATOR(pg_catalog.=) $1 AND q.processed_at IS NULL) END AS pending"
 
 #define INSERT_ONE_PARAMS \
-	.nparams = 13, \
+	.nparams = 14, \
 	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("now", INT8OID), \
 		A2_PARAM("event_type", TEXTOID), A2_PARAM("payload", JSONBOID), \
 		A2_PARAM("event_id", TEXTOID), A2_PARAM("cause", JSONBOID), \
 		A2_PARAM("lane", TEXTOID), A2_PARAM("settled", BOOLOID), \
 	A2_PARAM("want_pending", BOOLOID), A2_PARAM("not_before", INT8OID), \
 	A2_PARAM("queue", TEXTOID), A2_PARAM("priority", INT4OID), \
-	A2_PARAM("concurrency_key", TEXTOID)}, \
+	A2_PARAM("concurrency_key", TEXTOID), A2_PARAM("wait_for", JSONBOID)}, \
 	.session_param = 1, .columns = A2_COLUMNS("idx", "pending")
 
 enum
@@ -255,7 +261,9 @@ insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 	a2_bind_text(&a, 7, ev->lane);
 	a2_bind_bool(&a, 8, ev->settled);
 	a2_bind_bool(&a, 9, need_pending);
-	if (ev->has_not_before)
+	if (ev->wait_stored)
+		a2_bind_int8(&a, 10, ev->wait_gate);
+	else if (ev->has_not_before)
 		a2_bind_int8(&a, 10, ev->not_before);
 	else
 		a2_bind_null(&a, 10);
@@ -265,6 +273,10 @@ insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 	else
 		a2_bind_null(&a, 12);
 	a2_bind_text(&a, 13, ev->concurrency_key);
+	if (ev->wait_stored)
+		a2_bind(&a, 14, JSONBOID, JsonbPGetDatum(ev->wait_stored));
+	else
+		a2_bind_null(&a, 14);
 
 	out->inserted = a2_exec_latest(&a, SPI_OK_INSERT_RETURNING);
 	/* nothing of ours was written when the id was taken */
@@ -291,6 +303,7 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 	int32	   *priorities = palloc(sizeof(int32) * count);
 	bool	   *no_priority = palloc(sizeof(bool) * count);
 	char	  **keys = palloc(sizeof(char *) * count);
+	Jsonb	  **wait_fors = palloc(sizeof(Jsonb *) * count);
 
 	a2_batch_blocked_lanes(events, count, blocked);
 	for (int i = 0; i < count; i++)
@@ -301,12 +314,13 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 		payloads[i] = events[i].payload;
 		causes[i] = events[i].cause;
 		settled[i] = events[i].settled;
-		not_before[i] = events[i].not_before;
-		no_not_before[i] = !events[i].has_not_before;
+		not_before[i] = events[i].wait_stored ? events[i].wait_gate : events[i].not_before;
+		no_not_before[i] = !events[i].has_not_before && !events[i].wait_stored;
 		queues[i] = events[i].queue;
 		priorities[i] = events[i].priority;
 		no_priority[i] = events[i].priority == 0;
 		keys[i] = events[i].concurrency_key;
+		wait_fors[i] = events[i].wait_stored;
 	}
 	a2_args_init(&a, generated ? &insert_generated : &insert_batch);
 	a2_bind(&a, 1, TEXTOID, session);
@@ -323,6 +337,7 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 	a2_bind(&a, 12, TEXTARRAYOID, a2_text_array(queues, count));
 	a2_bind(&a, 13, INT4ARRAYOID, a2_int4_array(priorities, no_priority, count));
 	a2_bind(&a, 14, TEXTARRAYOID, a2_text_array(keys, count));
+	a2_bind(&a, 15, JSONBARRAYOID, a2_jsonb_array(wait_fors, count));
 	a2_exec_latest(&a, SPI_OK_SELECT);
 	out->base = a2_col_int64(0, INSERT_BATCH_BASE);
 	out->pending = a2_col_bool(0, INSERT_BATCH_PENDING);

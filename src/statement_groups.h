@@ -39,7 +39,8 @@
 	X(citus_layer) \
 	X(citus_pin) \
 	X(citus_walk) \
-	X(scheduler)
+	X(scheduler) \
+	X(waits)
 
 #define A2_DECLARE_STATEMENT_GROUP(group) \
 	extern A2Statement *const a2_statements_##group[];

@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "json_out.h"
 #include "validate.h"
+#include "waits.h"
 
 void
 a2_require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
@@ -252,8 +253,8 @@ a2_json_check_keys(JsonbContainer *obj, const char *const *accepted,
 
 /* The keys of docs/json.md's input shapes for append and complete */
 static const char *const cause_keys[] = {"index", "attempt", "batchSize", NULL};
-static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", "notBefore", "queue", "priority", "concurrencyKey", NULL};
-static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", "notBefore", "queue", "priority", "concurrencyKey", NULL};
+static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", "notBefore", "queue", "priority", "concurrencyKey", "waitFor", NULL};
+static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", "notBefore", "queue", "priority", "concurrencyKey", "waitFor", NULL};
 
 static void
 parse_cause(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
@@ -389,6 +390,13 @@ a2_parse_events(Jsonb *events, const char *session_id, bool for_complete,
 		snprintf(path, sizeof(path), "events[%d].concurrencyKey", i);
 		if (a2_json_field(obj, "concurrencyKey", &f))
 			ev->concurrency_key = a2_json_name_field(&f, "events", session_id, path);
+		if (a2_json_field(obj, "waitFor", &f))
+		{
+			a2_parse_wait(&f, ev, session_id, i);
+			if (ev->settled)
+				a2_invalid("events", session_id,
+						   "events[%d].waitFor cannot be combined with settled: true; a settled event is never claimed.", i);
+		}
 	}
 	*count = n;
 	return out;

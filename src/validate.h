@@ -36,6 +36,12 @@ typedef struct A2EventInput
 	char	   *queue;			/* NULL: 'default' (stored as NULL) */
 	int32		priority;		/* 0: default (stored as NULL) */
 	char	   *concurrency_key;	/* NULL: no key */
+	/* waitFor (docs/semantics.md, "Waits"; src/waits.h) */
+	Jsonb	   *wait_types;		/* the awaited types, a JSON array; NULL: no wait */
+	bool		has_wait_timeout;
+	int64		wait_timeout_ms;
+	Jsonb	   *wait_stored;	/* the wait_for column (a2_waits_prepare) */
+	int64		wait_gate;		/* its not_before while waiting (a2_waits_prepare) */
 } A2EventInput;
 
 /* The bounds of an event's "priority" (docs/json.md). */

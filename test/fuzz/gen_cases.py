@@ -512,6 +512,33 @@ class Gen:
             (1, lambda: iso_z(now)[:-1] + '5Z'),    # a 4th decimal: floored
         ])
 
+    def wait_for_valid(self, settled):
+        """A waitFor a2 accepts (docs/json.md): absent or null, or types
+        (the fuzz's event types, so that later cases end some waits) with
+        or without a timeout; never on a settled event, which refuses it."""
+        if settled is True:
+            return self.pick([(90, ABSENT), (10, None)])
+        return self.pick([
+            (85, ABSENT), (3, None),
+            (12, lambda: {'types': self.rng.sample(['tick', 'tock', 'work', 'x'], self.rng.choice([1, 1, 2])),
+                          **({} if self.rng.random() < 0.3 else
+                             {'timeoutMs': self.rng.choice([0, 1, 1000, 60000, 3600000])})}),
+        ])
+
+    def wait_for_bad(self):
+        """waitFor values a2 refuses with 22023."""
+        return [
+            bad(1, INVAL), bad('x', INVAL), bad([], INVAL), bad(['x'], INVAL), bad({}, INVAL),
+            bad({'types': []}, INVAL), bad({'types': ['']}, INVAL), bad({'types': 'x'}, INVAL),
+            bad({'types': [1]}, INVAL), bad({'types': [None]}, INVAL), bad({'types': None}, INVAL),
+            bad({'types': ['x'], 'timeoutMs': -1}, INVAL), bad({'types': ['x'], 'timeoutMs': Raw('1.5')}, INVAL),
+            bad({'types': ['x'], 'timeoutMs': '1000'}, INVAL), bad({'types': ['x'], 'timeout': 1}, INVAL),
+            bad({'types': ['x'], 'timeoutMs': Raw('9223372036854775807')}, INVAL),
+            bad({'types': ['x'], 'timeoutMs': Raw('1e400')}, INVAL),
+            bad({'types': ['t%d' % i for i in range(101)]}, INVAL, w=0.5),
+            bad({'types': ['t' * 1025]}, INVAL, w=0.5),
+        ]
+
     def not_before_bad(self):
         """notBefore values a2 refuses with 22023 (SPEC 7.1: not a finite
         timestamp string)."""
@@ -646,6 +673,7 @@ class Gen:
         e['settled'] = Hole(path + '.settled', settled, [
             bad('true', INVAL), bad(1, INVAL), bad(0, INVAL), bad([], INVAL), bad({}, INVAL)])
         e['notBefore'] = Hole(path + '.notBefore', self.not_before_valid(), self.not_before_bad())
+        e['waitFor'] = Hole(path + '.waitFor', self.wait_for_valid(settled), self.wait_for_bad())
         e['notbefore'] = Hole(path + '.notbefore', ABSENT, [bad(iso_z(self.now_ms), INVAL, w=0.5)])
         e['paylaod'] = Hole(path + '.paylaod', ABSENT, [
             bad({'nested': True}, INVAL), bad(None, INVAL, w=0.5), bad('x', INVAL, w=0.5)])

@@ -129,6 +129,19 @@ INSERT INTO violations
 SELECT 'not_before out of range', session_id || ' ' || idx || ' ' || not_before
   FROM a2_events WHERE not_before NOT BETWEEN -8640000000000000 AND 8640000000000000;
 
+-- durable waits (docs/semantics.md, "Waits"): a claimed event that waited
+-- was ended by a later event of an awaited type appended before its
+-- timeout, or claimed at or after its timeout
+INSERT INTO violations
+SELECT 'waiting event claimed before its condition', w.session_id || ' ' || w.idx
+  FROM a2_events w
+  LEFT JOIN a2_events s ON s.session_id = w.session_id AND s.idx = (w.wait_result->>'index')::bigint
+ WHERE w.attempt_count > 0 AND w.wait_for IS NOT NULL
+   AND CASE WHEN w.wait_result IS NOT NULL
+			THEN s.idx IS NULL OR s.idx <= w.idx OR NOT (w.wait_for->'types') ? s.event_type
+				 OR (w.wait_for ? 'until' AND s.created_at >= (w.wait_for->>'until')::bigint)
+			ELSE NOT w.wait_for ? 'until' OR w.first_claimed_at < (w.wait_for->>'until')::bigint END;
+
 INSERT INTO violations
 SELECT 'last claimed before its not_before', session_id || ' ' || idx
   FROM a2_events
@@ -146,7 +159,10 @@ SELECT c.fn, CASE WHEN c.fn = 'a2_fail' THEN 'retry_after_ms' ELSE 'notBefore' E
 	OR (c.fn = 'a2_fail' AND array_length(c.args, 1) = 6 AND c.args[6] <> 'NULL::bigint')
  GROUP BY 1, 2 ORDER BY 1;
 SELECT count(*) FILTER (WHERE not_before IS NOT NULL) AS events_with_not_before,
-	   count(*) FILTER (WHERE not_before IS NOT NULL AND attempt_count > 0) AS of_them_claimed
+	   count(*) FILTER (WHERE not_before IS NOT NULL AND attempt_count > 0) AS of_them_claimed,
+	   count(*) FILTER (WHERE wait_for IS NOT NULL) AS events_with_wait,
+	   count(*) FILTER (WHERE wait_result IS NOT NULL) AS ended_by_event,
+	   count(*) FILTER (WHERE wait_for IS NOT NULL AND attempt_count > 0) AS waits_claimed
   FROM a2_events;
 
 \echo '--- invariant violations (expected: none)'

@@ -83,7 +83,8 @@ LANGUAGE sql IMMUTABLE AS $$
 $$;
 
 -- Problem with one StoredEvent (SPEC 3), or NULL.  notBefore (SPEC 7.1)
--- is there only when set, and then an ISO string.
+-- is there only when set, and then an ISO string; waitFor and waitResult
+-- (docs/json.md) only on an event that waits, and then objects.
 CREATE FUNCTION a2_fuzz.stored_problem(e jsonb) RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
@@ -98,12 +99,17 @@ BEGIN
 								 AND jsonb_typeof(e->'cancelReason') IN ('string', 'null')) THEN
 		RETURN 'StoredEvent cancelled ' || e::text;
 	END IF;
-	IF a2_fuzz.keys(CASE WHEN jsonb_typeof(e) = 'object' THEN e - 'notBefore' - 'cancelledAt' - 'cancelReason' ELSE e END) IS DISTINCT FROM
+	IF a2_fuzz.keys(CASE WHEN jsonb_typeof(e) = 'object' THEN e - 'notBefore' - 'cancelledAt' - 'cancelReason' - 'waitFor' - 'waitResult' ELSE e END) IS DISTINCT FROM
 	   'attemptCount,cause,claimExpiresAt,claimHolder,createdAt,failedAt,failureCount,firstClaimedAt,id,index,lane,lastClaimedAt,lastError,lastFailedAt,lastFailedAttempt,payload,processedAt,processedByAttempt,returnedEventIds,sessionId,type' THEN
 		RETURN 'StoredEvent keys ' || coalesce(a2_fuzz.keys(e), jsonb_typeof(e));
 	END IF;
 	IF e ? 'notBefore' AND NOT a2_fuzz.is_iso(e->'notBefore') THEN
 		RETURN 'StoredEvent notBefore ' || (e->'notBefore')::text;
+	END IF;
+	IF (e ? 'waitFor' AND (jsonb_typeof(e->'waitFor') <> 'object' OR jsonb_typeof(e->'waitFor'->'types') <> 'array'))
+	   OR (e ? 'waitResult' AND (NOT e ? 'waitFor' OR NOT (e->'waitResult' = '{"timedOut": true}'
+			OR (a2_fuzz.keys(e->'waitResult') = 'index,type' AND a2_fuzz.is_int(e->'waitResult'->'index', 1))))) THEN
+		RETURN 'StoredEvent wait ' || coalesce(e->'waitFor', 'null')::text || ' ' || coalesce(e->'waitResult', 'null')::text;
 	END IF;
 	IF jsonb_typeof(e->'id') <> 'string' OR jsonb_typeof(e->'type') <> 'string'
 	   OR jsonb_typeof(e->'sessionId') <> 'string' OR NOT a2_fuzz.is_int(e->'index', 1)
@@ -451,7 +457,8 @@ LANGUAGE sql STABLE AS $$
 			 GROUP BY first) t
 $$;
 
--- Every event with a notBefore, as JSON [[session, index], ...]: the only
+-- Every event with a notBefore or a wait (whose timeout is a due time,
+-- docs/semantics.md "Waits"), as JSON [[session, index], ...]: the only
 -- pairs a2's scheduler may announce besides the calls' own NOTIFYs
 -- (check_notify.py).  Those of the population as well, which a redrive in
 -- the run may have cleared after an announcement.
@@ -460,7 +467,7 @@ CREATE TABLE a2_fuzz.scheduled_seed (session_id text, idx bigint);
 CREATE FUNCTION a2_fuzz.scheduled_events() RETURNS json
 LANGUAGE sql STABLE AS $$
 	SELECT coalesce(json_agg(json_build_array(session_id, idx)), '[]')
-	  FROM (SELECT session_id, idx FROM a2_events WHERE not_before IS NOT NULL
+	  FROM (SELECT session_id, idx FROM a2_events WHERE not_before IS NOT NULL OR wait_for IS NOT NULL
 			UNION SELECT session_id, idx FROM a2_fuzz.scheduled_seed) s
 $$;
 

@@ -179,6 +179,25 @@ $q$ SELECT format('%s/%s not_before %s, last claimed %s (attempt %s, last failed
 	   AND last_claimed_at < not_before
 	   AND last_failed_attempt IS DISTINCT FROM attempt_count $q$);
 
+-- Durable waits (docs/semantics.md, "Waits"): a claimed event that waited
+-- was ended by a later event of an awaited type of its session, appended
+-- before its timeout, or was claimed at or after its timeout (each claim
+-- compares with its own now).  A wait without timeout is never claimed
+-- without its result.  (Read through to_jsonb, so that the check also
+-- runs on objects older than 0.4.0, which have no wait columns.)
+SELECT pg_temp.check_invariant('no waiting event was claimed before its condition',
+$q$ SELECT format('%s/%s wait_for %s, wait_result %s, first claimed %s; ending event %s',
+				  w.session_id, w.idx, j.wf, j.wr, w.first_claimed_at, to_jsonb(s))
+	  FROM a2_events w
+	  CROSS JOIN LATERAL (SELECT to_jsonb(w)->'wait_for' AS wf, to_jsonb(w)->'wait_result' AS wr) j
+	  LEFT JOIN a2_events s ON s.session_id = w.session_id AND s.idx = (j.wr->>'index')::bigint
+	 WHERE w.attempt_count > 0 AND jsonb_typeof(j.wf) = 'object'
+	   AND CASE WHEN jsonb_typeof(j.wr) = 'object'
+				THEN s.idx IS NULL OR s.idx <= w.idx
+					 OR NOT (j.wf->'types') ? s.event_type OR s.event_type IS DISTINCT FROM j.wr->>'type'
+					 OR (j.wf ? 'until' AND s.created_at >= (j.wf->>'until')::bigint)
+				ELSE NOT j.wf ? 'until' OR w.first_claimed_at < (j.wf->>'until')::bigint END $q$);
+
 -- Causes and completions ----------------------------------------------------
 
 SELECT pg_temp.check_invariant('every cause names an earlier event at an attempt it had',

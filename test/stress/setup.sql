@@ -145,7 +145,8 @@ $$;
 -- names change every 10 s: a long soak keeps live lanes.  About one in
 -- four is scheduled (SPEC 7.1): in the past, exactly now (when the step
 -- set a2.now), due within 3 s, or, rarely, a day ahead (never due in the
--- run: it holds its lane, like a dead letter).
+-- run: it holds its lane, like a dead letter).  Some wait for another
+-- event (waitFor).
 CREATE FUNCTION stress_new_event(c integer, kind text) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -172,6 +173,15 @@ BEGIN
 		ev := ev || jsonb_build_object('notBefore', stress_iso(now_t + random() * interval '3 s'));
 	ELSIF r < 0.25 THEN
 		ev := ev || jsonb_build_object('notBefore', stress_iso(now_t + interval '1 day'));
+	END IF;
+	-- about one unsettled event in twelve waits (docs/semantics.md, "Waits")
+	-- for a 'plain' or 'child' event of its session, mostly with a timeout
+	-- of up to 3 s, sometimes without one
+	IF ev->'settled' IS NULL AND random() < 0.08 THEN
+		ev := ev || jsonb_build_object('waitFor',
+			jsonb_build_object('types', jsonb_build_array(CASE WHEN random() < 0.5 THEN 'plain' ELSE 'child' END))
+			|| CASE WHEN random() < 0.85 THEN jsonb_build_object('timeoutMs', floor(random() * 3000)::integer)
+					ELSE '{}'::jsonb END);
 	END IF;
 	RETURN ev;
 END $$;

@@ -477,6 +477,11 @@ SQL
 			grep -q 'a2_events has an invalid index: a2_events_interrupted' "$work/err"
 		psql_db "$db" -c "DROP INDEX CONCURRENTLY a2_events_interrupted"
 	fi
+	# durable waits (0.4.0): over older objects a waitFor is refused, 0A000
+	if [[ $to == 0.4.0 ]]; then
+		check "$label: before the update a waitFor is refused with 0A000, nothing written" \
+			test "$({ echo "$checks_prelude"; echo '\o'; echo "SELECT pg_temp.outcome(\$\$SELECT a2_append('up:w', '[{\"type\":\"w\",\"waitFor\":{\"types\":[\"x\"]}}]')\$\$) || ' ' || (SELECT count(*) FROM a2_events WHERE session_id = 'up:w');"; } | psql_db "$db" 2>/dev/null | tail -1)" = "0A000 0"
+	fi
 	if ! psql_db "$db" -c "$update" 2>"$work/err"; then
 		fail "$label: $update"
 		sed 's/^/#   /' "$work/err"
@@ -508,6 +513,10 @@ SQL
 		echo "SELECT pg_temp.chk('the tombstone from before the upgrade still wins', a2_presence_set('up:ns', 'p', '{\"b\":2}', '2025-01-01 00:00:00+00', 2, 60000) IS NOT NULL);"
 		echo "SELECT pg_temp.chk('... so the field stays deleted', jsonb_path_query_array(a2_presence_read('up:ns'), '\$[*].field') = '[\"a\"]');"
 		exercise_sql public "$to"
+		if [[ $to == 0.4.0 ]]; then
+			echo "SELECT pg_temp.chk('a wait after the upgrade: not claimed while waiting', a2_append('up:w', '[{\"type\":\"w\",\"waitFor\":{\"types\":[\"x\"],\"timeoutMs\":60000}}]') IS NOT NULL AND a2_claim('up:w', 'w', 60000)->>'outcome' = 'busy');"
+			echo "SELECT pg_temp.chk('... an awaited event ends it', a2_append('up:w', '[{\"type\":\"x\"}]') IS NOT NULL AND a2_claim('up:w', 'w', 60000)->'events'->0->'waitResult' = '{\"index\": 2, \"type\": \"x\"}');"
+		fi
 		echo "$checks_report"
 	} >"$work/upgraded.sql"
 	if psql_db "$db" -f "$work/upgraded.sql" >"$work/upgraded.out" 2>"$work/upgraded.err"; then

@@ -24,6 +24,7 @@ import type {
   StoreStateRead,
   StoreStateReadRequest,
   StoredEvent,
+  WaitFor,
 } from './types.js'
 
 type Json = Record<string, unknown>
@@ -65,6 +66,12 @@ const dispatchJson = (e: DispatchFields): Json =>
     concurrencyKey: e.concurrencyKey ?? undefined,
   })
 
+/** waitFor as sent: only when given, timeoutMs only when set. */
+const waitForJson = (w: WaitFor | null | undefined): unknown =>
+  w === null || w === undefined
+    ? undefined
+    : defined({ types: w.types === undefined ? undefined : [...w.types], timeoutMs: w.timeoutMs ?? undefined })
+
 export const appendEventJson = (e: AppendEvent, id: string | undefined, i = 0): Json =>
   defined({
     id,
@@ -75,6 +82,7 @@ export const appendEventJson = (e: AppendEvent, id: string | undefined, i = 0): 
     settled: e.settled,
     notBefore: notBeforeJson(e.notBefore, `events[${i}].notBefore`),
     ...dispatchJson(e),
+    waitFor: waitForJson(e.waitFor),
   })
 
 export const returnedEventJson = (e: ReturnedEvent, i = 0): Json =>
@@ -86,6 +94,7 @@ export const returnedEventJson = (e: ReturnedEvent, i = 0): Json =>
     settled: e.settled,
     notBefore: notBeforeJson(e.notBefore, `events[${i}].notBefore`),
     ...dispatchJson(e),
+    waitFor: waitForJson(e.waitFor),
   })
 
 export const snapshotWriteJson = (w: StoreSnapshotWrite): Json =>
@@ -143,7 +152,8 @@ export const toEvent = (v: unknown): Event => {
 
 // A StoredEvent starts with the Event's fields, in the seed's key order;
 // notBefore (a2 0.3.0) comes last, and only when the server sent it; so do
-// cancelledAt and cancelReason (a2 0.4.0), only on a cancelled event.
+// the a2 0.4.0 keys: queue, priority, concurrencyKey, cancelledAt and
+// cancelReason (only on a cancelled event), waitFor and waitResult.
 export const toStored = (v: unknown): StoredEvent => {
   const e = v as Json
   const stored: StoredEvent = {
@@ -177,6 +187,20 @@ export const toStored = (v: unknown): StoredEvent => {
     stored.cancelledAt = date(e['cancelledAt'])
     stored.cancelReason = strOrNull(e['cancelReason'])
   }
+  const waitFor = e['waitFor'] as Json | null | undefined
+  if (waitFor !== null && waitFor !== undefined)
+    stored.waitFor = {
+      types: [...(waitFor['types'] as string[])],
+      ...(waitFor['timeoutMs'] === undefined || waitFor['timeoutMs'] === null
+        ? {}
+        : { timeoutMs: Number(waitFor['timeoutMs']) }),
+    }
+  const waitResult = e['waitResult'] as Json | null | undefined
+  if (waitResult !== null && waitResult !== undefined)
+    stored.waitResult =
+      waitResult['timedOut'] === true
+        ? { timedOut: true }
+        : { index: Number(waitResult['index']), type: waitResult['type'] as string }
   return stored
 }
 

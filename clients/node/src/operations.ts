@@ -134,8 +134,8 @@ export function operations(
       const r = (await run(
         'a2_read',
         ['$1::text', '$2::bigint', '$3::bigint'],
+        // clocked: a waiting event's timeout is judged at the store clock
         () => [sessionId, options?.afterIndex ?? null, options?.throughIndex ?? null],
-        false,
       )) as unknown[]
       return r.map(toStored)
     },

@@ -13,6 +13,19 @@ export type EventCause = {
   batchSize?: number
 }
 
+/**
+ * a2 0.4.0 durable wait: not claimable until an event of one of `types` is
+ * appended to the session after this one, or until `timeoutMs` has passed
+ * since it was appended (absent: no timeout).
+ */
+export type WaitFor = {
+  types: string[]
+  timeoutMs?: number | undefined
+}
+
+/** How a wait ended: the event that ended it, or its timeout. */
+export type WaitResult = { index: number; type: string } | { timedOut: true }
+
 /** An immutable log entry, as reducers see it. */
 export type Event = {
   id: string
@@ -58,6 +71,10 @@ export type StoredEvent = Event & {
    */
   cancelledAt?: Date
   cancelReason?: string | null
+  /** a2 0.4.0: the event's wait, present only on an event appended with one. */
+  waitFor?: WaitFor
+  /** a2 0.4.0: how its wait ended, present only once it has. */
+  waitResult?: WaitResult
 }
 
 /**
@@ -87,6 +104,8 @@ export type AppendEvent = {
    * the server parses, e.g. ISO-8601). Sent only when given.
    */
   notBefore?: Date | string | null | undefined
+  /** a2 0.4.0: a durable wait. Sent only when given. */
+  waitFor?: WaitFor | null | undefined
 } & DispatchFields
 
 /** One event a handler returns from its attempt: it needs an id. */
@@ -98,6 +117,8 @@ export type ReturnedEvent = {
   settled?: boolean | undefined
   /** a2 0.3.0: a delayed event (a durable timer). Sent only when given. */
   notBefore?: Date | string | null | undefined
+  /** a2 0.4.0: "continue when X happens" (a durable wait). Sent only when given. */
+  waitFor?: WaitFor | null | undefined
 } & DispatchFields
 
 export type StoreAppendResult = {

@@ -35,6 +35,8 @@ CREATE TABLE a2_events (
 	concurrency_key			text,		-- 0.4.0: NULL = no key
 	cancelled_at			bigint,		-- 0.4.0
 	cancel_reason			text,		-- 0.4.0
+	wait_for				jsonb,		-- 0.4.0, durable waits
+	wait_result				jsonb,		-- 0.4.0, durable waits
 	PRIMARY KEY (session_id, idx)
 )
 -- Autovacuum for the churn every claim and completion causes (no HOT
@@ -74,6 +76,12 @@ COMMENT ON COLUMN a2_events.cancelled_at IS
 'Epoch milliseconds at which a2_cancel cancelled the event (processed_at holds the same time); NULL: not cancelled.';
 COMMENT ON COLUMN a2_events.cancel_reason IS
 'The reason given to a2_cancel, or NULL.';
+-- Durable waits (docs/semantics.md, "Waits"): NULL in both for every event
+-- appended without waitFor, so such events store no more bytes than before.
+COMMENT ON COLUMN a2_events.wait_for IS
+'The event''s wait (waitFor): {"types": [...], "timeoutMs": n, "until": epoch ms, "notBefore": epoch ms}; until and notBefore are kept for a2 (the timeout''s due time, the event''s own notBefore); NULL: no wait.';
+COMMENT ON COLUMN a2_events.wait_result IS
+'How the wait ended when an awaited event ended it: {"index": n, "type": t}; NULL while waiting, after a timeout (derived: now >= until) and without a wait.';
 
 CREATE TABLE a2_snapshots (
 	session_id		text	NOT NULL,

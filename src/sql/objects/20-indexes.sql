@@ -86,5 +86,12 @@ CREATE INDEX a2_events_due ON a2_events (not_before)
 CREATE INDEX a2_events_cancelled ON a2_events (cancelled_at)
 	WHERE cancelled_at IS NOT NULL;
 
+-- Durable waits (src/waits.c): the unprocessed events still waiting for an
+-- event, per session.  An append probes it once; it holds no entry for an
+-- event without waitFor, so such an append writes nothing more, and the
+-- probe of a session without waiting events reads one page.
+CREATE INDEX a2_events_waiting ON a2_events (session_id, idx)
+	WHERE wait_for IS NOT NULL AND wait_result IS NULL AND processed_at IS NULL;
+
 CREATE INDEX a2_snapshot_pins_checkpoint
 	ON a2_snapshot_pins (session_id, reducer_name, up_to_index);

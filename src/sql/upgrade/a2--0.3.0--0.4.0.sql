@@ -1139,6 +1139,23 @@ COMMENT ON FUNCTION a2_list_sessions(text, text, integer) IS
 COMMENT ON FUNCTION a2_grant_worker(regrole) IS
 'Grant a role everything the worker protocol needs (append, read, claim, renew, complete, fail, claim_next, redrive, cancel, state, snapshots, presence, schedules), in single-node and distributed mode; idempotent.';
 
+-- == durable waits (issue 28, part 2) ======================================
+
+-- docs/semantics.md, "Waits".  NULL in both columns for every existing event.
+ALTER TABLE a2_events ADD COLUMN IF NOT EXISTS wait_for jsonb;
+ALTER TABLE a2_events ADD COLUMN IF NOT EXISTS wait_result jsonb;
+
+COMMENT ON COLUMN a2_events.wait_for IS
+'The event''s wait (waitFor): {"types": [...], "timeoutMs": n, "until": epoch ms, "notBefore": epoch ms}; until and notBefore are kept for a2 (the timeout''s due time, the event''s own notBefore); NULL: no wait.';
+COMMENT ON COLUMN a2_events.wait_result IS
+'How the wait ended when an awaited event ended it: {"index": n, "type": t}; NULL while waiting, after a timeout (derived: now >= until) and without a wait.';
+
+-- No entry after the update (no event waits yet), but building it reads
+-- a2_events once; a2-prepare--0.3.0--0.4.0.sql builds it beforehand,
+-- concurrently ("Upgrading without an outage", docs/operations.md).
+CREATE INDEX IF NOT EXISTS a2_events_waiting ON a2_events (session_id, idx)
+	WHERE wait_for IS NOT NULL AND wait_result IS NULL AND processed_at IS NULL;
+
 -- == online preparation (issue 26; keep this section last) ==================
 
 -- a2-prepare--0.3.0--0.4.0.sql, which make generates from this script

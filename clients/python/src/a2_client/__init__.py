@@ -72,6 +72,8 @@ from .models import (
     StateRead,
     StateRequest,
     StoredEvent,
+    WaitFor,
+    WaitResult,
 )
 
 __version__ = "0.4.0"
@@ -87,6 +89,6 @@ __all__ = [
     "RedriveResult", "RenewResult", "ReturnedEvent", "SerializationFailureError", "SessionClaim",
     "SessionPage", "SessionSummary", "SessionUnfinishedError", "Settled", "Snapshot", "SnapshotInfo",
     "SnapshotWrite", "StateRead", "StateRequest", "StoreUnavailableError", "StoredEvent", "Stream",
-    "SupersededError", "Transaction", "__version__", "backoff",
+    "SupersededError", "Transaction", "WaitFor", "WaitResult", "__version__", "backoff",
     "A2_VERSIONS", "FiredTick", "ScheduleInfo",
 ]

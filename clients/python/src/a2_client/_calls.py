@@ -133,7 +133,8 @@ class Statements:
                          [session_id, c.optional_integer(after_index, "after_index"),
                           c.optional_integer(through_index, "through_index"),
                           c.optional_integer(limit, "limit")],
-                         c.stored_list, clock=False)
+                         # clocked: a waiting event's timeout is judged at the store clock
+                         c.stored_list)
 
     # -- work --------------------------------------------------------------------
 

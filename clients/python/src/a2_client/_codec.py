@@ -46,6 +46,8 @@ from .models import (
     StateRead,
     StateRequest,
     StoredEvent,
+    WaitFor,
+    WaitResult,
 )
 
 Json = Dict[str, Any]
@@ -135,6 +137,8 @@ def new_event_json(e: NewEventLike, generated_id: Optional[str], i: int) -> Json
     if e.not_before is not None:
         out["notBefore"] = iso(e.not_before, f"events[{i}].not_before")
     _dispatch_json(e, out)
+    if e.wait_for is not None:
+        out["waitFor"] = _wait_for_json(e.wait_for)
     return out
 
 
@@ -146,6 +150,30 @@ def _dispatch_json(e: Any, out: Json) -> None:
         out["priority"] = e.priority
     if e.concurrency_key is not None:
         out["concurrencyKey"] = e.concurrency_key
+
+
+def _wait_for_json(w: Any) -> Any:
+    """A WaitFor as sent (timeoutMs only when set); a mapping as it is."""
+    if not isinstance(w, WaitFor):
+        return w
+    out: Json = {"types": list(w.types)}
+    if w.timeout_ms is not None:
+        out["timeoutMs"] = w.timeout_ms
+    return out
+
+
+def _wait_for(v: Any) -> Optional[WaitFor]:
+    if v is None:
+        return None
+    return WaitFor(types=list(v["types"]), timeout_ms=int_or_none(v.get("timeoutMs")))
+
+
+def _wait_result(v: Any) -> Optional[WaitResult]:
+    if v is None:
+        return None
+    if v.get("timedOut") is True:
+        return WaitResult(timed_out=True)
+    return WaitResult(index=int(v["index"]), type=v["type"])
 
 
 def has_id(e: NewEventLike) -> bool:
@@ -163,6 +191,8 @@ def returned_event_json(e: ReturnedEventLike, i: int) -> Json:
     if e.not_before is not None:
         out["notBefore"] = iso(e.not_before, f"events[{i}].not_before")
     _dispatch_json(e, out)
+    if e.wait_for is not None:
+        out["waitFor"] = _wait_for_json(e.wait_for)
     return out
 
 
@@ -281,6 +311,8 @@ def to_stored(e: Json) -> StoredEvent:
         concurrency_key=e.get("concurrencyKey"),
         cancelled_at=when_or_none(e.get("cancelledAt")),
         cancel_reason=e.get("cancelReason"),
+        wait_for=_wait_for(e.get("waitFor")),
+        wait_result=_wait_result(e.get("waitResult")),
     )
 
 

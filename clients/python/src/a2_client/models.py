@@ -66,6 +66,26 @@ class Cause:
 
 
 @dataclass(frozen=True)
+class WaitFor:
+    """A durable wait (a2 0.4.0): not claimable until an event of one of
+    ``types`` is appended to the session after this one, or until
+    ``timeout_ms`` has passed since it was appended (None: no timeout)."""
+
+    types: List[str]
+    timeout_ms: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    """How a wait ended: ``timed_out``, or the ``index`` and ``type`` of the
+    event that ended it."""
+
+    timed_out: bool = False
+    index: Optional[int] = None
+    type: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class Event:
     """An immutable log entry, as a reducer sees it."""
 
@@ -107,6 +127,10 @@ class StoredEvent(Event):
     cancelled_at: Optional[datetime] = None
     #: The reason given to ``a2_cancel``; None without one (or not cancelled).
     cancel_reason: Optional[str] = None
+    #: The event's durable wait (a2 0.4.0); None when it has none.
+    wait_for: Optional[WaitFor] = None
+    #: How that wait ended; None while it waits, or without a wait.
+    wait_result: Optional[WaitResult] = None
 
     @property
     def finished(self) -> bool:
@@ -139,6 +163,8 @@ class NewEvent:
     queue: Optional[str] = None
     priority: Optional[int] = None
     concurrency_key: Optional[str] = None
+    #: A durable wait (a2 0.4.0); only sent when given.
+    wait_for: Optional[WaitFor] = None
 
 
 @dataclass(frozen=True)
@@ -151,9 +177,12 @@ class ReturnedEvent:
     lane: Optional[str] = None
     settled: Optional[bool] = None
     not_before: Optional[datetime] = None
+    #: a2 0.4.0 dispatch fields, each sent only when given.
     queue: Optional[str] = None
     priority: Optional[int] = None
     concurrency_key: Optional[str] = None
+    #: "Continue when X happens" (a2 0.4.0); only sent when given.
+    wait_for: Optional[WaitFor] = None
 
 
 @dataclass(frozen=True)
