@@ -89,6 +89,11 @@ SELECT * FROM pg_temp.ticks('0,15,30,45 2 * * *', 'Australia/Sydney', '2026-10-0
 SELECT * FROM pg_temp.ticks('30 2 * * *', 'Australia/Sydney', '2026-04-03 12:00+00', 3);
 SELECT * FROM pg_temp.ticks('0 * * * *', 'Australia/Sydney', '2026-04-04 14:30+00', 4);
 
+-- == zones west of UTC (once refused: the spec check started at the epoch,
+-- 1969-12-31 there, and read its first match as none) ==
+SELECT * FROM pg_temp.ticks('0 9 * * mon-fri', 'America/New_York', '2026-03-06 12:00+00', 3);
+SELECT * FROM pg_temp.ticks('0 0 29 2 *', 'Pacific/Honolulu', '2026-01-05', 1);
+
 -- == count ==
 SELECT count(*) FROM a2_schedule_ticks('every 1 second', 'UTC', '2026-01-05', 100000);
 SELECT count(*) FROM a2_schedule_ticks('@hourly', 'UTC', '2026-01-05', 0);
