@@ -870,6 +870,9 @@ class Gen:
             (35, 'NULL::bigint[]'), (10, "'{}'::bigint[]"),
             (35, lambda: "'{%d}'::bigint[]" % self.rng.choice([1, 2, 3, 5, 8, 12])),
             (15, "'{1,2}'::bigint[]"), (5, "'{3,1,2}'::bigint[]"),
+            # an index no event has: Z2003, and nothing cancelled
+            (3, "'{1,9223372036854775807}'::bigint[]"),
+            (1, "(SELECT array_agg(g) FROM generate_series(1::bigint, %d) g)" % LIST_LIMIT),
         ])
         indexes = Hole('indexes', SqlArg(v), [
             bad(SqlArg("'{0}'::bigint[]"), INVAL, w=2),
@@ -885,11 +888,12 @@ class Gen:
         reason = self.pick([
             (40, 'NULL::text'), (30, "'stop'::text"), (10, "''::text"),
             (10, lambda: sql_text(self.weird_name())),
-            (5, "repeat('r', 1024)"),
+            (5, "repeat('r', 1024)"), (2, "repeat('\u00e9', 512)"),
         ])
         reason = Hole('reason', SqlArg(reason), [
             bad(SqlArg("repeat('r', 1025)"), INVAL),
             bad(SqlArg("repeat('é', 513)"), INVAL),
+            bad(SqlArg("repeat('r', 3000000)"), INVAL, w=0.3),
         ])
         return 'a2_cancel', [self.session_arg(), indexes, reason], 1
 

@@ -73,6 +73,14 @@ SELECT a2_schedule('ss-skip-7s', 'every 7 seconds', 'ss-d', '{"type": "tick7"}',
 				   '{"missed": "skip", "graceMs": 5000}');
 SELECT a2_schedule('ss-bf-sydney-3m-lim5', '1-59/3 * * * *', 'ss-d', '{"type": "syd3"}',
 				   '{"missed": "backfill", "backfillLimit": 5, "timezone": "Australia/Sydney"}');
+-- more schedules on the same sessions: concurrent passes take their
+-- sessions' locks in some order (two passes taking them in opposite orders
+-- deadlocked, before a2_fire_schedules fired in session order)
+SELECT a2_schedule('ss-latest-20s-' || i, 'every 20 seconds', 'ss-' || chr(96 + i), '{"type": "tick20"}')
+  FROM generate_series(1, 4) i;
+SELECT a2_schedule('ss-bf-30s-lim2-' || i, 'every 30 seconds', 'ss-' || chr(101 - i), '{"type": "tick30"}',
+				   '{"missed": "backfill", "backfillLimit": 2}')
+  FROM generate_series(1, 4) i;
 RESET a2.now;
 
 -- One fire pass at the shared clock (one call in ten up to 3 minutes
@@ -115,7 +123,7 @@ CREATE FUNCTION sstress_pause(r integer) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
 	nm text;
 BEGIN
-	SELECT name INTO nm FROM a2_schedules ORDER BY name OFFSET (r / 2) % 8 LIMIT 1;
+	SELECT name INTO nm FROM a2_schedules ORDER BY name OFFSET (r / 2) % 16 LIMIT 1;
 	PERFORM set_config('a2.now', (SELECT t FROM sstress_clock)::text, true);
 	IF r % 2 = 0 THEN
 		PERFORM a2_pause_schedule(nm);

@@ -64,9 +64,12 @@ run_phase() {
 	psql -X -q -v ON_ERROR_STOP=1 -f "$root/test/stress/$name.sql" >/dev/null || { rc=1; return; }
 	out=$(timeout --kill-after=10 $((phase_seconds + 60)) \
 		pgbench -n -c "${STRESS_CLIENTS:-4}" -j 2 -T "$phase_seconds" --max-tries=1 \
+		--failures-detailed --verbose-errors \
 		-f "$root/test/stress/$name.pgbench" 2>&1) || { rc=1; printf '%s\n' "$out" | grep -v '^CONTEXT\|^PL/pgSQL\|^SQL statement' | tail -20; }
 	grep -E '^number of (transactions actually processed|failed transactions)' <<<"$out" || true
 	if grep -qE 'ERROR:|^number of failed transactions: [1-9]' <<<"$out"; then
+		# a deadlock or serialization failure does not abort the client
+		grep -E 'ERROR:|^number of (deadlock|serialization) failures' <<<"$out" | head -10 || true
 		rc=1
 	fi
 	out=$(psql -X -At -v ON_ERROR_STOP=1 -c "SELECT $check()" 2>&1) || rc=1
