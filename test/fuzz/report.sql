@@ -34,6 +34,12 @@ SELECT outcome, fn, count(*) FROM a2_fuzz.results
  WHERE outcome NOT LIKE 'cast:%' AND outcome <> 'ok' AND writes > 0
  GROUP BY 1, 2 ORDER BY 1, 2;
 
+\echo '--- time by function (ms), and the slowest cases'
+SELECT fn, count(*) AS cases, round(sum(ms)) AS total_ms, max(ms) AS max_ms
+  FROM a2_fuzz.results GROUP BY fn ORDER BY sum(ms) DESC NULLS LAST LIMIT 8;
+SELECT r.id, r.ms, r.outcome, left(c.label, 100) AS mutation
+  FROM a2_fuzz.results r JOIN a2_fuzz.cases c USING (id) ORDER BY r.ms DESC NULLS LAST LIMIT 5;
+
 \echo '--- failed cases (first 40)'
 SELECT r.id, r.outcome, c.expect, left(c.label, 160) AS mutation,
 	   coalesce(r.problem, '') AS problem, left(r.message, 160) AS message

@@ -32,7 +32,8 @@ CREATE TABLE a2_fuzz.results (
 	problem	text,
 	writes	bigint,				-- rows the call inserted/updated/deleted, even if rolled back
 	session	text,				-- for appends and completions that added events:
-	notify_index bigint			-- the session and its greatest new index
+	notify_index bigint,		-- the session and its greatest new index
+	ms			numeric				-- how long the call took
 );
 
 -- Every tick a case's a2_fire_schedules returned (report.sql: none twice).
@@ -482,6 +483,8 @@ DECLARE
 	sess text;
 	nidx bigint;
 	sent jsonb;
+	t0 timestamptz;
+	took numeric;
 BEGIN
 	FOR c IN SELECT * FROM a2_fuzz.cases WHERE id BETWEEN first AND last ORDER BY id LOOP
 		PERFORM set_config('a2.now', c.now, false);
@@ -491,6 +494,7 @@ BEGIN
 		res := NULL;
 		w0 := NULL;
 		w1 := NULL;
+		took := NULL;
 		sess := NULL;
 		nidx := NULL;
 
@@ -508,6 +512,7 @@ BEGIN
 
 		IF outcome IS NULL THEN
 			w0 := a2_fuzz.writes(tables);
+			t0 := clock_timestamp();
 			BEGIN
 				IF c.fn IN ('a2_fire_schedules', 'a2_schedule_ticks', 'a2_list_schedules') THEN
 					-- set-returning: every row, as a JSON array
@@ -522,6 +527,7 @@ BEGIN
 				outcome := st;
 			END;
 			w1 := a2_fuzz.writes(tables);
+			took := round(extract(epoch FROM clock_timestamp() - t0) * 1000, 1);
 			IF outcome = 'ok' THEN
 				problem := a2_fuzz.check_result(c.fn, res, c.args);
 				-- new events carry the dispatch fields as sent
@@ -561,7 +567,7 @@ BEGIN
 			problem := 'outcome not allowed';
 		END IF;
 		INSERT INTO a2_fuzz.results VALUES (c.id, c.fn, outcome, left(msg, 300), problem IS NULL, problem,
-											 w1 - w0, sess, nidx);
+											 w1 - w0, sess, nidx, took);
 	END LOOP;
 	RETURN 'chunk ' || first;
 END $$;
