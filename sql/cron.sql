@@ -89,9 +89,18 @@ SELECT * FROM pg_temp.ticks('0,15,30,45 2 * * *', 'Australia/Sydney', '2026-10-0
 SELECT * FROM pg_temp.ticks('30 2 * * *', 'Australia/Sydney', '2026-04-03 12:00+00', 3);
 SELECT * FROM pg_temp.ticks('0 * * * *', 'Australia/Sydney', '2026-04-04 14:30+00', 4);
 
+-- == zones west of UTC (once refused: the spec check started at the epoch,
+-- 1969-12-31 there, and read its first match as none) ==
+SELECT * FROM pg_temp.ticks('0 9 * * mon-fri', 'America/New_York', '2026-03-06 12:00+00', 3);
+SELECT * FROM pg_temp.ticks('0 0 29 2 *', 'Pacific/Honolulu', '2026-01-05', 1);
+
 -- == count ==
 SELECT count(*) FROM a2_schedule_ticks('every 1 second', 'UTC', '2026-01-05', 100000);
 SELECT count(*) FROM a2_schedule_ticks('@hourly', 'UTC', '2026-01-05', 0);
+-- ticks end with a2's time range (+275760-09-13): fewer than count, never
+-- an overflowed timestamp (once 66381 leap days and 33619 garbage values)
+SELECT count(*), to_char(max(t) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') AS last FROM a2_schedule_ticks('0 0 29 2 *', 'UTC', '2026-01-05', 100000) t;
+SELECT * FROM pg_temp.ticks('every 1 day', 'UTC', '275760-09-11 12:00+00', 5);
 
 -- == errors: 22023 (22004 for a NULL), with the field named ==
 \set VERBOSITY default

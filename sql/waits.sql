@@ -259,3 +259,66 @@ SELECT e ? 'waitFor' AS has_wait FROM jsonb_array_elements(a2_append('w-ok', '[{
 SELECT e ? 'waitFor' OR e ? 'waitResult' AS wait_keys
   FROM jsonb_array_elements(a2_append('w-none', '[{"type": "t"}]') -> 'events') e;
 SELECT wait_for IS NULL AND wait_result IS NULL AS no_wait FROM a2_events WHERE session_id = 'w-none';
+
+--
+-- 11. Waits compose with queues, priorities and concurrency limits
+-- (docs/semantics.md, "Queues, priorities and limits"): a waiting event in
+-- a named queue, with a priority and a concurrency key, is not claimed by
+-- a2_claim_next(queues => ...) before its condition; once an append ends
+-- the wait it is served in priority order and within its key's limit.
+--
+-- claimed_next(result): session:index of each claimed event (with its
+-- waitResult), else the retryAt
+CREATE FUNCTION pg_temp.claimed_next(r jsonb) RETURNS text
+LANGUAGE sql AS $$
+  SELECT COALESCE((SELECT string_agg(c ->> 'sessionId' || ':' || (e ->> 'index') ||
+                                     COALESCE(' ' || (e -> 'waitResult')::text, ''), ', ')
+                     FROM jsonb_array_elements(r -> 'claims') c, jsonb_array_elements(c -> 'events') e),
+                  'nothing, retryAt ' || COALESCE(r ->> 'retryAt', 'null'))
+$$;
+SET a2.now = '2026-08-01 00:00:00+00';
+SELECT a2_set_concurrency_limit('wk-waits', 1);
+-- w-q1: two keyed priority-5 events waiting for "go" without timeout;
+-- w-q3: a keyed priority-9 event waiting for "go" up to 10 minutes;
+-- w-q2: a priority-1 event of the same queue, no key, no wait
+SELECT * FROM pg_temp.waits(a2_append('w-q1', '[
+  {"id": "w-q1-a", "type": "job", "queue": "wq-waits", "priority": 5, "concurrencyKey": "wk-waits", "waitFor": {"types": ["go"]}},
+  {"id": "w-q1-b", "type": "job", "queue": "wq-waits", "priority": 5, "concurrencyKey": "wk-waits", "waitFor": {"types": ["go"]}}
+]'));
+SELECT * FROM pg_temp.waits(a2_append('w-q3', '[
+  {"id": "w-q3-a", "type": "job", "queue": "wq-waits", "priority": 9, "concurrencyKey": "wk-waits", "waitFor": {"types": ["go"], "timeoutMs": 600000}}
+]'));
+SELECT e ->> 'queue' AS queue, e ->> 'priority' AS priority
+  FROM jsonb_array_elements(a2_append('w-q2', '[{"id": "w-q2-a", "type": "job", "queue": "wq-waits", "priority": 1}]') -> 'events') e;
+-- before the condition only w-q2's event is served; the waiting ones are
+-- not, whatever their priority
+SELECT pg_temp.claimed_next(a2_claim_next('w', 1000, 10, NULL, '{wq-waits}'));
+SELECT pg_temp.claimed(a2_claim('w-q1', 'w', 60000, NULL, '{}', '{wq-waits}'));
+SELECT pg_temp.claimed(a2_claim('w-q3', 'w', 60000, NULL, '{}', '{wq-waits}'));
+-- two seconds on: w-q2's lease expired; still nothing waiting is served
+SET a2.now = '2026-08-01 00:00:02+00';
+SELECT pg_temp.claimed_next(a2_claim_next('w', 60000, 10, NULL, '{wq-waits}'));
+SELECT pg_temp.claimed_next(a2_claim_next('w', 60000, 10, NULL, '{wq-waits}'));
+SELECT a2_complete('w-q2', 1, 2) ->> 'outcome' AS completed;
+-- a priority-0 event of the queue, available now, to be served last
+SELECT a2_append('w-q2', '[{"id": "w-q2-b", "type": "job", "queue": "wq-waits"}]') -> 'events' -> 0 ->> 'index' AS index;
+-- "go" in both sessions ends the three waits (the "go" events themselves
+-- are in the default queue, which these claims do not serve)
+SELECT * FROM pg_temp.waits(a2_append('w-q1', '[{"id": "w-q1-go", "type": "go"}]'));
+SELECT * FROM pg_temp.waits(a2_append('w-q3', '[{"id": "w-q3-go", "type": "go"}]'));
+SELECT idx, wait_result FROM pg_temp.stored('w-q1') UNION ALL SELECT idx, wait_result FROM pg_temp.stored('w-q3');
+-- one session per call: priority 9 first; then w-q1's priority 5 is held
+-- back by the key's limit (w-q3's event holds its one slot), so the
+-- priority-0 event of w-q2 comes next
+SELECT pg_temp.claimed_next(a2_claim_next('w', 60000, 1, NULL, '{wq-waits}'));
+SELECT pg_temp.claimed_next(a2_claim_next('w', 60000, 1, NULL, '{wq-waits}'));
+SELECT pg_temp.claimed_next(a2_claim_next('w', 60000, 1, NULL, '{wq-waits}'));
+SELECT key, max_leased, leased, at_limit FROM a2_list_limits() WHERE key = 'wk-waits';
+-- the slot frees: one of w-q1's two keyed events, never both
+SELECT a2_complete('w-q3', 1, 1) ->> 'outcome' AS completed;
+SELECT pg_temp.claimed_next(a2_claim_next('w', 60000, 10, NULL, '{wq-waits}'));
+SELECT pg_temp.claimed_next(a2_claim_next('w', 60000, 10, NULL, '{wq-waits}'));
+SELECT a2_complete('w-q1', 1, 1) ->> 'outcome' AS completed;
+SELECT pg_temp.claimed_next(a2_claim_next('w', 60000, 10, NULL, '{wq-waits}'));
+SELECT a2_set_concurrency_limit('wk-waits', NULL);
+RESET a2.now;

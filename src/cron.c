@@ -330,7 +330,13 @@ a2_cron_parse(const char *spec, const char *tzname, A2Cron *cron)
 	}
 	pfree(copy);
 
-	if (a2_cron_next(cron, 0) < 0)
+	/*
+	 * Whether any date matches, searched from 1970-01-02 UTC: from 0, a
+	 * zone west of UTC starts on 1969-12-31 local, whose wall minutes are
+	 * negative, and the first match (a negative wall minute) read as "none"
+	 * and refused every cron spec there.
+	 */
+	if (a2_cron_next(cron, SECS_PER_DAY_I * 1000) < 0)
 		bad_spec(spec, "No date matches the day-of-month and month fields.");
 }
 

@@ -92,7 +92,11 @@ a2_schedule_ticks(PG_FUNCTION_ARGS)
 		bool		isnull = false;
 
 		after = a2_cron_next(&cron, after);
-		if (after < 0)
+		/*
+		 * none, or past the end of a2's time range (+275760-09-13, as in
+		 * clock.c): further ticks overflowed timestamptz
+		 */
+		if (after < 0 || after > INT64CONST(8640000000000000))
 			break;
 		value = TimestampTzGetDatum(ms_to_timestamptz(after));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);

@@ -34,6 +34,12 @@ SELECT outcome, fn, count(*) FROM a2_fuzz.results
  WHERE outcome NOT LIKE 'cast:%' AND outcome <> 'ok' AND writes > 0
  GROUP BY 1, 2 ORDER BY 1, 2;
 
+\echo '--- time by function (ms), and the slowest cases'
+SELECT fn, count(*) AS cases, round(sum(ms)) AS total_ms, max(ms) AS max_ms
+  FROM a2_fuzz.results GROUP BY fn ORDER BY sum(ms) DESC NULLS LAST LIMIT 8;
+SELECT r.id, r.ms, r.outcome, left(c.label, 100) AS mutation
+  FROM a2_fuzz.results r JOIN a2_fuzz.cases c USING (id) ORDER BY r.ms DESC NULLS LAST LIMIT 5;
+
 \echo '--- failed cases (first 40)'
 SELECT r.id, r.outcome, c.expect, left(c.label, 160) AS mutation,
 	   coalesce(r.problem, '') AS problem, left(r.message, 160) AS message
@@ -59,7 +65,17 @@ SELECT 'processed row still leased', session_id || ' ' || idx
 
 INSERT INTO violations
 SELECT 'dead-lettered row processed or leased', session_id || ' ' || idx
-  FROM a2_events WHERE failed_at IS NOT NULL AND (processed_at IS NOT NULL OR claim_holder IS NOT NULL);
+  FROM a2_events WHERE failed_at IS NOT NULL AND (processed_at IS NOT NULL OR claim_holder IS NOT NULL)
+   -- a cancelled dead letter keeps failed_at (docs/semantics.md, "Cancel")
+   AND NOT (cancelled_at IS NOT NULL AND processed_at = cancelled_at AND claim_holder IS NULL);
+
+-- a2_cancel: never processed by an attempt, processed at the cancel
+INSERT INTO violations
+SELECT 'cancelled event processed', session_id || ' ' || idx
+  FROM a2_events
+ WHERE cancelled_at IS NOT NULL
+   AND (processed_by_attempt IS NOT NULL OR returned_event_ids IS NOT NULL
+		OR processed_at IS DISTINCT FROM cancelled_at OR claim_holder IS NOT NULL);
 
 INSERT INTO violations
 SELECT 'counts out of range', session_id || ' ' || idx
@@ -147,6 +163,42 @@ SELECT 'last claimed before its not_before', session_id || ' ' || idx
   FROM a2_events
  WHERE not_before IS NOT NULL AND attempt_count > 0 AND last_claimed_at < not_before
    AND last_failed_attempt IS DISTINCT FROM attempt_count;
+
+-- dispatch fields (0.4.0): the defaults are stored as NULL, names and
+-- priorities within their bounds
+INSERT INTO violations
+SELECT 'dispatch fields stored out of bounds or as the default', session_id || ' ' || idx
+  FROM a2_events
+ WHERE queue = 'default' OR octet_length(queue) NOT BETWEEN 1 AND 1024
+	OR priority = 0 OR priority NOT BETWEEN -32768 AND 32767
+	OR octet_length(concurrency_key) NOT BETWEEN 1 AND 1024;
+
+-- recurring schedules (docs/time.md, "Exactly once"): no tick returned by
+-- two fire passes, every returned tick stored, and every tick event stored
+-- returned by a pass (the cases' schedules run 14 years ahead of the wall
+-- clock, so the background scheduler fires none of them)
+INSERT INTO violations
+SELECT 'schedule tick fired twice', name || ' ' || tick_at || ' by cases ' || string_agg(id::text, ',')
+  FROM a2_fuzz.fired GROUP BY name, tick_at HAVING count(*) > 1;
+INSERT INTO violations
+SELECT 'schedule tick event not stored as returned', f.id || ' ' || f.event_id
+  FROM a2_fuzz.fired f LEFT JOIN a2_events e ON e.event_id = f.event_id
+ WHERE e.session_id IS DISTINCT FROM f.session_id OR e.idx IS DISTINCT FROM f.event_index;
+INSERT INTO violations
+SELECT 'schedule tick event no fire pass returned', e.session_id || ' ' || e.event_id
+  FROM a2_events e
+ WHERE e.event_id LIKE 'schedule:%' AND NOT EXISTS (SELECT 1 FROM a2_fuzz.fired f WHERE f.event_id = e.event_id);
+
+\echo '--- schedules: cases by function and outcome; ticks fired'
+SELECT fn, outcome, count(*) FROM a2_fuzz.results
+ WHERE fn LIKE '%schedule%' GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT count(*) AS ticks_fired, count(DISTINCT name) AS schedules_fired, count(DISTINCT id) AS passes_that_fired,
+	   (SELECT count(*) FROM a2_schedules) AS schedules_left
+  FROM a2_fuzz.fired;
+\echo '--- dispatch fields on stored events'
+SELECT count(*) FILTER (WHERE queue IS NOT NULL) AS with_queue, count(*) FILTER (WHERE priority IS NOT NULL) AS with_priority,
+	   count(*) FILTER (WHERE concurrency_key IS NOT NULL) AS with_key
+  FROM a2_events;
 
 \echo '--- scheduling: cases with notBefore or retry_after_ms, by outcome'
 SELECT c.fn, CASE WHEN c.fn = 'a2_fail' THEN 'retry_after_ms' ELSE 'notBefore' END AS what,

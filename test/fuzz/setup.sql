@@ -32,7 +32,18 @@ CREATE TABLE a2_fuzz.results (
 	problem	text,
 	writes	bigint,				-- rows the call inserted/updated/deleted, even if rolled back
 	session	text,				-- for appends and completions that added events:
-	notify_index bigint			-- the session and its greatest new index
+	notify_index bigint,		-- the session and its greatest new index
+	ms			numeric				-- how long the call took
+);
+
+-- Every tick a case's a2_fire_schedules returned (report.sql: none twice).
+CREATE TABLE a2_fuzz.fired (
+	id			integer NOT NULL,
+	name		text	NOT NULL,
+	tick_at		timestamptz NOT NULL,
+	session_id	text	NOT NULL,
+	event_index bigint	NOT NULL,
+	event_id	text	NOT NULL
 );
 
 -- The a2 tables: whatever CREATE EXTENSION made.
@@ -99,7 +110,18 @@ BEGIN
 								 AND jsonb_typeof(e->'cancelReason') IN ('string', 'null')) THEN
 		RETURN 'StoredEvent cancelled ' || e::text;
 	END IF;
-	IF a2_fuzz.keys(CASE WHEN jsonb_typeof(e) = 'object' THEN e - 'notBefore' - 'cancelledAt' - 'cancelReason' - 'waitFor' - 'waitResult' ELSE e END) IS DISTINCT FROM
+	-- queue, priority and concurrencyKey (0.4.0) only when set, and the
+	-- defaults ("default", 0) never (docs/json.md, StoredEvent)
+	IF (e ? 'queue' AND NOT (jsonb_typeof(e->'queue') = 'string' AND e->>'queue' NOT IN ('', 'default')
+							 AND octet_length(e->>'queue') <= 1024))
+	   OR (e ? 'priority' AND NOT (a2_fuzz.is_int(e->'priority', -32768) AND (e->>'priority')::int BETWEEN -32768 AND 32767
+								   AND (e->>'priority')::int <> 0))
+	   OR (e ? 'concurrencyKey' AND NOT (jsonb_typeof(e->'concurrencyKey') = 'string' AND e->>'concurrencyKey' <> ''
+										 AND octet_length(e->>'concurrencyKey') <= 1024)) THEN
+		RETURN 'StoredEvent dispatch fields ' || jsonb_build_object('queue', e->'queue', 'priority', e->'priority',
+																	 'concurrencyKey', e->'concurrencyKey')::text;
+	END IF;
+	IF a2_fuzz.keys(CASE WHEN jsonb_typeof(e) = 'object' THEN e - 'notBefore' - 'cancelledAt' - 'cancelReason' - 'waitFor' - 'waitResult' - 'queue' - 'priority' - 'concurrencyKey' ELSE e END) IS DISTINCT FROM
 	   'attemptCount,cause,claimExpiresAt,claimHolder,createdAt,failedAt,failureCount,firstClaimedAt,id,index,lane,lastClaimedAt,lastError,lastFailedAt,lastFailedAttempt,payload,processedAt,processedByAttempt,returnedEventIds,sessionId,type' THEN
 		RETURN 'StoredEvent keys ' || coalesce(a2_fuzz.keys(e), jsonb_typeof(e));
 	END IF;
@@ -207,6 +229,45 @@ LANGUAGE sql IMMUTABLE AS $$
 			  FROM jsonb_array_elements(a) WITH ORDINALITY AS t(x, n) OFFSET 1) s)
 $$;
 
+-- New events carry the dispatch fields they were sent with (docs/json.md):
+-- queue, priority and concurrencyKey as given, the defaults ("default", 0,
+-- null) absent.  sent: the batch, stored: the events returned for it.
+CREATE FUNCTION a2_fuzz.dispatch_problem(sent jsonb, stored jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT format('events[%s]: sent queue %s, priority %s, concurrencyKey %s; stored %s, %s, %s', n - 1,
+				  s->'queue', s->'priority', s->'concurrencyKey', e->'queue', e->'priority', e->'concurrencyKey')
+	  FROM jsonb_array_elements(CASE jsonb_typeof(sent) WHEN 'array' THEN sent ELSE '[]' END) WITH ORDINALITY AS x(s, n)
+	  JOIN LATERAL (SELECT stored->(x.n::int - 1) AS e) y ON true
+	 WHERE (e->'queue') IS DISTINCT FROM (CASE WHEN s->>'queue' IS NULL OR s->>'queue' = 'default' THEN NULL ELSE s->'queue' END)
+		OR (e->>'priority')::numeric IS DISTINCT FROM nullif((s->>'priority')::numeric, 0)
+		OR (e->'concurrencyKey') IS DISTINCT FROM (CASE WHEN s->'concurrencyKey' = 'null' THEN NULL ELSE s->'concurrencyKey' END)
+	 LIMIT 1
+$$;
+
+-- Claimed events of a claim limited to queues are in those queues (the
+-- default queue as "default").
+CREATE FUNCTION a2_fuzz.queue_problem(events jsonb, queues text[]) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT format('claimed %s/%s of queue %s, serving only %s', e->>'sessionId', e->>'index',
+				  COALESCE(e->>'queue', 'default'), queues)
+	  FROM jsonb_array_elements(events) e
+	 WHERE queues IS NOT NULL AND NOT COALESCE(e->>'queue', 'default') = ANY (queues)
+	 LIMIT 1
+$$;
+
+-- An argument expression's value, or NULL when the call left it out.
+CREATE FUNCTION a2_fuzz.arg_queues(args text[], i integer) RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+	v text[];
+BEGIN
+	IF coalesce(array_length(args, 1), 0) < i THEN
+		RETURN NULL;
+	END IF;
+	EXECUTE 'SELECT (' || args[i] || ')::text[]' INTO v;
+	RETURN v;
+END $$;
+
 -- Whether a successful result has the shape SPEC section 3 gives it.
 -- Returns a description of the first problem, or NULL.
 CREATE FUNCTION a2_fuzz.check_result(fn text, res text, args text[]) RETURNS text
@@ -215,6 +276,7 @@ DECLARE
 	j jsonb;
 	p text;
 	n bigint;
+	t_after timestamptz;
 BEGIN
 	IF res IS NULL THEN
 		RETURN 'returned NULL';
@@ -222,7 +284,8 @@ BEGIN
 	IF fn IN ('a2_put_snapshots', 'a2_presence_set') THEN
 		RETURN CASE WHEN res = '' THEN NULL ELSE 'void function returned ' || left(res, 80) END;
 	END IF;
-	j := res::jsonb;
+	j := CASE WHEN fn IN ('a2_schedule', 'a2_pause_schedule', 'a2_resume_schedule') THEN to_jsonb(res)
+			  ELSE res::jsonb END;
 	CASE fn
 	WHEN 'a2_append' THEN
 		IF a2_fuzz.keys(j) IS DISTINCT FROM 'events,hasPending' OR jsonb_typeof(j->'hasPending') <> 'boolean' THEN
@@ -247,7 +310,8 @@ BEGIN
 			IF a2_fuzz.keys(j) <> 'events,outcome' OR jsonb_array_length(j->'events') = 0 THEN
 				RETURN 'claimed shape';
 			END IF;
-			RETURN coalesce(a2_fuzz.stored_list_problem(j->'events'), a2_fuzz.undue_problem(j->'events'));
+			RETURN coalesce(a2_fuzz.stored_list_problem(j->'events'), a2_fuzz.undue_problem(j->'events'),
+							a2_fuzz.queue_problem(j->'events', a2_fuzz.arg_queues(args, 6)));
 		WHEN 'busy' THEN
 			RETURN CASE WHEN a2_fuzz.keys(j) = 'outcome,retryAt' AND a2_fuzz.is_iso(j->'retryAt')
 						THEN NULL ELSE 'busy shape' END;
@@ -301,7 +365,8 @@ BEGIN
 			  <> jsonb_array_length(j->'claims') THEN
 			RETURN 'claim_next claims shape';
 		END IF;
-		SELECT min(coalesce(a2_fuzz.stored_list_problem(c->'events'), a2_fuzz.undue_problem(c->'events')))
+		SELECT min(coalesce(a2_fuzz.stored_list_problem(c->'events'), a2_fuzz.undue_problem(c->'events'),
+							a2_fuzz.queue_problem(c->'events', a2_fuzz.arg_queues(args, 5))))
 		  INTO p FROM jsonb_array_elements(j->'claims') c;
 		RETURN p;
 	WHEN 'a2_redrive' THEN
@@ -325,6 +390,45 @@ BEGIN
 			RETURN 'cancel returned an event that is not cancelled';
 		END IF;
 		RETURN a2_fuzz.stored_list_problem(j->'cancelled');
+	WHEN 'a2_schedule', 'a2_pause_schedule', 'a2_resume_schedule' THEN
+		-- the next tick: after the store clock, unless a resume returns a
+		-- past one (the next pass applies the missed-tick policy)
+		IF jsonb_typeof(j) <> 'string' OR (fn = 'a2_schedule'
+			AND (j #>> '{}')::timestamptz <= current_setting('a2.now')::timestamptz) THEN
+			RETURN fn || ' returned ' || left(res, 80);
+		END IF;
+		RETURN NULL;
+	WHEN 'a2_unschedule' THEN
+		RETURN CASE WHEN jsonb_typeof(j) = 'boolean' THEN NULL ELSE 'unschedule returned ' || left(res, 80) END;
+	WHEN 'a2_fire_schedules' THEN
+		-- one row per appended tick: its event, stored with the schedule's id
+		-- for the tick, which is due at the store clock
+		SELECT min(format('fire returned %s; stored %s', f, COALESCE(e.session_id || '/' || e.idx, 'nothing')))
+		  INTO p FROM jsonb_array_elements(j) f
+		  LEFT JOIN a2_events e ON e.event_id = f->>'event_id'
+		 WHERE a2_fuzz.keys(f) IS DISTINCT FROM 'event_id,event_index,name,session_id,tick_at'
+			OR f->>'event_id' IS DISTINCT FROM format('schedule:%s@%s', f->>'name',
+				to_char((f->>'tick_at')::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+			OR (f->>'tick_at')::timestamptz > current_setting('a2.now')::timestamptz
+			OR e.session_id IS DISTINCT FROM f->>'session_id' OR e.idx IS DISTINCT FROM (f->>'event_index')::bigint;
+		RETURN p;
+	WHEN 'a2_schedule_ticks' THEN
+		EXECUTE 'SELECT (' || args[3] || ')::timestamptz, (' || args[4] || ')::integer' INTO t_after, n;
+		IF jsonb_array_length(j) > n OR EXISTS (
+			SELECT 1 FROM (SELECT (t #>> '{}')::timestamptz AS t,
+								  lag((t #>> '{}')::timestamptz) OVER (ORDER BY o) AS prev
+							 FROM jsonb_array_elements(j) WITH ORDINALITY AS x(t, o)) y
+			 WHERE t <= COALESCE(prev, t_after)) THEN
+			RETURN format('ticks after %s (%s asked): %s', t_after, n, left(res, 200));
+		END IF;
+		RETURN NULL;
+	WHEN 'a2_list_schedules' THEN
+		IF EXISTS (SELECT 1 FROM jsonb_array_elements(j) x
+					WHERE a2_fuzz.keys(x) IS DISTINCT FROM 'backfill_limit,created_at,event,fired_count,grace_ms,last_tick_at,missed,name,next_tick_at,paused,session_id,spec,timezone,updated_at'
+					   OR (x->>'fired_count')::bigint < 0 OR (x->>'fired_count' = '0') <> (x->'last_tick_at' = 'null')) THEN
+			RETURN 'list_schedules rows ' || left(res, 200);
+		END IF;
+		RETURN NULL;
 	WHEN 'a2_read_state' THEN
 		RETURN a2_fuzz.state_problem(j);
 	WHEN 'a2_read_states' THEN
@@ -378,6 +482,9 @@ DECLARE
 	w1 bigint;
 	sess text;
 	nidx bigint;
+	sent jsonb;
+	t0 timestamptz;
+	took numeric;
 BEGIN
 	FOR c IN SELECT * FROM a2_fuzz.cases WHERE id BETWEEN first AND last ORDER BY id LOOP
 		PERFORM set_config('a2.now', c.now, false);
@@ -387,6 +494,7 @@ BEGIN
 		res := NULL;
 		w0 := NULL;
 		w1 := NULL;
+		took := NULL;
 		sess := NULL;
 		nidx := NULL;
 
@@ -404,16 +512,36 @@ BEGIN
 
 		IF outcome IS NULL THEN
 			w0 := a2_fuzz.writes(tables);
+			t0 := clock_timestamp();
 			BEGIN
-				EXECUTE format('SELECT %s(%s)::text', c.fn, array_to_string(c.args, ', ')) INTO res;
+				IF c.fn IN ('a2_fire_schedules', 'a2_schedule_ticks', 'a2_list_schedules') THEN
+					-- set-returning: every row, as a JSON array
+					EXECUTE format('SELECT COALESCE(jsonb_agg(to_jsonb(x)), ''[]'')::text FROM %s(%s) x',
+								   c.fn, array_to_string(c.args, ', ')) INTO res;
+				ELSE
+					EXECUTE format('SELECT %s(%s)::text', c.fn, array_to_string(c.args, ', ')) INTO res;
+				END IF;
 				outcome := 'ok';
 			EXCEPTION WHEN OTHERS THEN
 				GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
 				outcome := st;
 			END;
 			w1 := a2_fuzz.writes(tables);
+			took := round(extract(epoch FROM clock_timestamp() - t0) * 1000, 1);
 			IF outcome = 'ok' THEN
 				problem := a2_fuzz.check_result(c.fn, res, c.args);
+				-- new events carry the dispatch fields as sent
+				IF problem IS NULL AND c.fn IN ('a2_append', 'a2_complete') AND w1 > w0
+				   AND array_length(c.args, 1) >= (CASE c.fn WHEN 'a2_append' THEN 2 ELSE 4 END) THEN
+					EXECUTE 'SELECT (' || c.args[CASE c.fn WHEN 'a2_append' THEN 2 ELSE 4 END] || ')::jsonb' INTO sent;
+					problem := a2_fuzz.dispatch_problem(sent, res::jsonb->'events');
+				END IF;
+				IF problem IS NULL AND c.fn = 'a2_fire_schedules' THEN
+					INSERT INTO a2_fuzz.fired
+					SELECT c.id, f->>'name', (f->>'tick_at')::timestamptz, f->>'session_id',
+						   (f->>'event_index')::bigint, f->>'event_id'
+					  FROM jsonb_array_elements(res::jsonb) f;
+				END IF;
 				-- new events (not a replay, which writes nothing) must be
 				-- announced when the chunk commits
 				IF problem IS NULL AND c.fn IN ('a2_append', 'a2_complete') AND w1 > w0
@@ -439,7 +567,7 @@ BEGIN
 			problem := 'outcome not allowed';
 		END IF;
 		INSERT INTO a2_fuzz.results VALUES (c.id, c.fn, outcome, left(msg, 300), problem IS NULL, problem,
-											 w1 - w0, sess, nidx);
+											 w1 - w0, sess, nidx, took);
 	END LOOP;
 	RETURN 'chunk ' || first;
 END $$;
@@ -542,6 +670,11 @@ BEGIN
 	-- createdAt on) does not hand the corrupt row to every call; a2_claim
 	-- on fz:corrupt still reaches it
 	UPDATE a2_events SET created_at = 4102444800000 WHERE session_id = 'fz:corrupt';
+
+	-- limits on two of the concurrency keys the cases' events name, so that
+	-- claims go through the limit checks (0.4.0)
+	r := a2_set_concurrency_limit('k1', 1);
+	r := a2_set_rate_limit('k2', 3, 60000);
 
 	INSERT INTO a2_fuzz.scheduled_seed SELECT session_id, idx FROM a2_events WHERE not_before IS NOT NULL;
 END $$;

@@ -56,12 +56,19 @@ END $$;
 
 -- Claim in a random subset of queues, then check the invariant in a new
 -- statement (READ COMMITTED: a fresh snapshot that includes this claim).
+-- The default queue holds the main run's work too: every attempt is
+-- recorded in stress_attempts (setup.sql), whose primary key fails a claim
+-- of an attempt twice and which the invariant checker holds the store to.
 CREATE FUNCTION lstress_claim(c integer, r integer) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
 	qs text[] := CASE r % 4 WHEN 0 THEN NULL WHEN 1 THEN ARRAY['lq-a'] WHEN 2 THEN ARRAY['lq-b', 'default']
 				 ELSE ARRAY['lq-a', 'lq-b'] END;
+	res jsonb;
 BEGIN
-	PERFORM a2_claim_next('lc-' || c, 50 + (r % 6) * 50, 1 + r % 3, NULL, qs);
+	res := a2_claim_next('lc-' || c, 50 + (r % 6) * 50, 1 + r % 3, NULL, qs);
+	INSERT INTO stress_attempts (session_id, idx, attempt, client)
+	SELECT cl->>'sessionId', (e->>'index')::bigint, (e->>'attemptCount')::integer, c
+	  FROM jsonb_array_elements(res->'claims') cl, jsonb_array_elements(cl->'events') e;
 END $$;
 
 -- Complete every live lease this client holds in one session (one session

@@ -7,14 +7,19 @@
 # STRESS_CLIENTS clients on STRESS_SESSIONS sessions claiming, completing,
 # failing (some with retry_after_ms backoff), renewing, appending with
 # causes, lanes and notBefore (past, now, due within 3 s, a day ahead), and
-# writing pinned snapshots while short leases expire under them), then the
-# invariant checker (test/stress/invariants.sql), which includes "no event
-# is claimed before its not_before"; then a dispatch-control phase
+# writing pinned snapshots while short leases expire under them); then a
+# dispatch-control phase
 # (test/stress/limits.sql) whose invariant is "never over a concurrency
-# limit".  Fails on any failed transaction,
+# limit"; a recurring-schedules phase (test/stress/schedules.sql: fire
+# passes racing while a2.now advances, "no tick twice"); a cancel phase
+# (test/stress/cancel.sql: a2_cancel racing claims, completions and
+# failures, "never a cancelled event processed"); and last the invariant
+# checker (test/stress/invariants.sql) over the events of every phase,
+# which includes "no event is claimed before its not_before".  Fails on any failed transaction,
 # deadlock, unexpected error or violated invariant.
 #
-# Duration: 20 s by default; A2_SOAK_SECONDS=N for a longer soak.
+# Duration: 20 s by default, then up to 10 s of limits and 8 s each of
+# schedules and cancel; A2_SOAK_SECONDS=N for a longer soak.
 # The database (A2_STRESS_DB, default a2_stress) is dropped on success and
 # kept on failure for inspection.
 
@@ -35,13 +40,6 @@ psql -X -q -v ON_ERROR_STOP=1 -d postgres \
 rc=0
 "$root/test/stress/run.sh" --setup || rc=1
 
-echo
-a2_log "stress: checking invariants"
-inv_rc=0
-inv_out=$(psql -X -v ON_ERROR_STOP=1 -f "$root/test/stress/invariants.sql" 2>&1) || inv_rc=1
-printf '%s\n' "$inv_out"
-[[ $inv_rc -eq 0 ]] || rc=1
-
 # Dispatch control (0.4.0): queues, priorities, concurrency and rate limits
 # and pause under concurrent claimers; every claim is followed by the check
 # "never over a concurrency limit" (test/stress/limits.sql).
@@ -55,6 +53,49 @@ grep -E '^number of (transactions actually processed|failed transactions)' <<<"$
 psql -X -q -v ON_ERROR_STOP=1 -c "SELECT lstress_check()" >/dev/null || rc=1
 printf 'limits phase: worst committed live leases per key (limit): %s\n' \
 	"$(psql -X -At -c "SELECT string_agg(s.key || '=' || s.worst || '(' || m.max_leased || ')', ' ' ORDER BY s.key) FROM lstress_seen s JOIN lstress_max m USING (key)")"
+
+# A phase: its setup file, then pgbench with its script for phase_seconds,
+# then its check function, whose text result is printed.  Fails the run on
+# a failed transaction (a broken invariant raises ZS000), an error or a
+# failed check.
+phase_seconds=$(( STRESS_SECONDS < 8 ? STRESS_SECONDS : 8 ))
+run_phase() {
+	local name=$1 check=$2 out
+	psql -X -q -v ON_ERROR_STOP=1 -f "$root/test/stress/$name.sql" >/dev/null || { rc=1; return; }
+	out=$(timeout --kill-after=10 $((phase_seconds + 60)) \
+		pgbench -n -c "${STRESS_CLIENTS:-4}" -j 2 -T "$phase_seconds" --max-tries=1 \
+		--failures-detailed --verbose-errors \
+		-f "$root/test/stress/$name.pgbench" 2>&1) || { rc=1; printf '%s\n' "$out" | grep -v '^CONTEXT\|^PL/pgSQL\|^SQL statement' | tail -20; }
+	grep -E '^number of (transactions actually processed|failed transactions)' <<<"$out" || true
+	if grep -qE 'ERROR:|^number of failed transactions: [1-9]' <<<"$out"; then
+		# a deadlock or serialization failure does not abort the client
+		grep -E 'ERROR:|^number of (deadlock|serialization) failures' <<<"$out" | head -10 || true
+		rc=1
+	fi
+	out=$(psql -X -At -v ON_ERROR_STOP=1 -c "SELECT $check()" 2>&1) || rc=1
+	printf '%s phase: %s\n' "$name" "$out"
+}
+
+# Recurring schedules (0.4.0): concurrent fire passes while a2.now
+# advances, pause/resume in between; "no tick twice" and the missed-tick
+# policies (test/stress/schedules.sql).
+echo
+a2_log "stress: recurring schedules"
+run_phase schedules sstress_check
+
+# a2_cancel (0.4.0) racing claims, completions, failures and renewals;
+# "never a cancelled event processed" (test/stress/cancel.sql).
+echo
+a2_log "stress: cancel"
+run_phase cancel cstress_check
+
+# The invariants of the store, over every phase's events.
+echo
+a2_log "stress: checking invariants"
+inv_rc=0
+inv_out=$(psql -X -v ON_ERROR_STOP=1 -f "$root/test/stress/invariants.sql" 2>&1) || inv_rc=1
+printf '%s\n' "$inv_out"
+[[ $inv_rc -eq 0 ]] || rc=1
 
 if [[ $rc -ne 0 ]]; then
 	a2_warn "stress: FAILED; database $db kept for inspection"

@@ -23,6 +23,18 @@
 # follow the wall clock, not a2.now, so they arrive when a scheduler passes,
 # not when a case runs: a notification naming a stored event with a
 # notBefore is counted as one (allowed), any other unexpected one fails.
+# Dispatch control (0.4.0): events carry queue, priority and concurrencyKey
+# (valid, the defaults, and wrong types, empty or 1025-byte names,
+# priorities beyond -32768..32767: 22023), which the returned events must
+# show as sent (the defaults absent); a2_claim and a2_claim_next get a
+# queues argument (NULL, names, '{}' and bad names 22023, a NULL element
+# 22004, 10,001 names) and must claim only from those queues.  Schedules
+# (0.4.0): a2_schedule (specs, zones, options and events, valid and not),
+# a2_unschedule, a2_pause/resume_schedule, a2_fire_schedules,
+# a2_schedule_ticks and a2_list_schedules, at a clock 14 years ahead so
+# that only the cases' fire passes fire (no tick returned twice, each
+# stored as returned, none stored unreturned).  a2_cancel: indexes and
+# reasons, and the invariant "a cancelled event is never processed".
 # test/fuzz/limits.sql then checks the 1024-byte and 10,000-element limits
 # are enforced by errors, not truncation.
 #

@@ -542,12 +542,17 @@ BEGIN
 	END IF;
 	-- A row another pass holds is that pass's to fire: skip it.  A row it
 	-- has already moved on fails the recheck of next_tick_at.  The most
-	-- overdue first; max_schedules NULL: all of them.
-	FOR s IN SELECT * FROM @extschema@.a2_schedules sc
-			  WHERE NOT sc.paused AND sc.next_tick_at OPERATOR(pg_catalog.<=) now_ms
-			  ORDER BY sc.next_tick_at, sc.name
-			  LIMIT max_schedules
-			  FOR UPDATE SKIP LOCKED
+	-- overdue first; max_schedules NULL: all of them.  They are locked all
+	-- at once and fired in session order: each append takes its session's
+	-- lock to the end of the transaction, and two passes taking them in
+	-- different orders (schedules sharing sessions) deadlocked.
+	FOR s IN SELECT d.* FROM (
+				SELECT * FROM @extschema@.a2_schedules sc
+				 WHERE NOT sc.paused AND sc.next_tick_at OPERATOR(pg_catalog.<=) now_ms
+				 ORDER BY sc.next_tick_at, sc.name
+				 LIMIT max_schedules
+				 FOR UPDATE SKIP LOCKED) d
+			  ORDER BY d.session_id, d.next_tick_at, d.name
 	LOOP
 		p := @extschema@.a2_schedule_plan(s.spec, s.timezone, s.next_tick_at, now_ms, s.missed,
 										   s.backfill_limit, s.grace_ms);
