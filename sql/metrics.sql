@@ -15,6 +15,8 @@ SELECT sessions_with_eligible_work, eligible_events, leased_events,
        expired_leases, dead_letters, lane_waiting_events,
        oldest_eligible_created_at, oldest_eligible_age_ms, measured_at
   FROM a2_metrics();
+-- 0.4.0: no paused queue, no key at a limit, no queue with unprocessed events
+SELECT paused_queues, keys_at_limit, queues FROM a2_metrics();
 
 -- typed columns, for a scraper
 SELECT a.name, a.type::regtype AS type

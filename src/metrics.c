@@ -17,12 +17,12 @@
  *	  From 0.4.0's objects on, also the recurring schedules (a2_schedules):
  *	  how many, the next tick of an active one and the last tick fired;
  *	  and the dispatch controls (docs/semantics.md, "Queues, priorities and
- *	  limits"): the same pass over the unprocessed rows grouped by queue as
- *	  well (GROUPING SETS: one scan, one extra sort of the unprocessed
- *	  rows), the paused queues (a2_queues) and the concurrency keys at
+ *	  limits"): the unprocessed events per queue (from the same pass while
+ *	  all are in the default queue, else from a second one grouped by
+ *	  queue), the paused queues (a2_queues) and the concurrency keys at
  *	  their limit (a2_limits, counted as a2_list_limits() counts them).
  *
- *	  Every heap page that holds unprocessed rows is read once: the
+ *	  A pass reads each heap page that holds unprocessed rows once: the
  *	  function runs with enable_indexscan off as well as enable_seqscan off
  *	  (37-metrics.sql), so the planner takes a bitmap scan of
  *	  a2_events_unprocessed whatever the table's statistics say.  An index
@@ -125,85 +125,93 @@ static A2Statement gauges = {
 	.columns = A2_COLUMNS("sessions_with_eligible_work", "eligible_events", "leased_events", "expired_leases", "dead_letters", "lane_waiting_events", "oldest_eligible_created_at", "oldest_eligible_age_ms", "events_estimate", "dead_rows_estimate", "events_inserted_estimate", "measured_at", "scheduled_events", "earliest_due_at")
 };
 
+/* The unprocessed rows, $1 now: what each gauge counts, and `queue` */
+#define UNPROCESSED_ROWS(queue) \
+	"SELECT e.session_id, " queue " AS queue, e.created_at, e.failed_at," \
+	"       e.lane_ready, e.claim_expires_at, e.not_before," \
+	"       e.lane_ready AND e.failed_at IS NULL" \
+	"         AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $1)" \
+	"         AND (e.not_before IS NULL OR e.not_before OPERATOR(pg_catalog.<=) $1) AS eligible," \
+	"       e.failed_at IS NULL AND e.claim_expires_at OPERATOR(pg_catalog.>) $1 AS leased," \
+	"       e.failed_at IS NULL AND e.not_before OPERATOR(pg_catalog.>) $1 AS scheduled" \
+	"  FROM @extschema@.a2_events e" \
+	" WHERE e.processed_at IS NULL"
+
 /*
- * 0.4.0's objects: the gauges above and, from the same pass, the queues
- * object: per queue with unprocessed events ('default' for queue NULL),
- * its eligible, leased, scheduled, lane-waiting and dead-lettered events
- * by the definitions of the whole-store columns, so each sums over the
- * queues to its column.  GROUPING SETS computes the whole store (the
- * empty set, one row even with no input) and each queue in one scan; the
- * CTE's rows are those few, read twice.
+ * 0.4.0's objects: the gauges above, from the same pass the column queues
+ * when every unprocessed event is in the default queue (queue NULL): that
+ * queue's eligible, leased, scheduled, lane-waiting and dead-lettered
+ * events are the whole store's ({} without unprocessed events).  When
+ * some are in a named queue, queues is NULL here and queue_gauges below
+ * groups them.  A grouping in this pass would cost more than the second
+ * pass: the whole-store count(DISTINCT session_id) would then be computed
+ * per queue too (GROUPING SETS), or the rows kept for two readers (a CTE):
+ * 1.6-2x the time of this statement at 20,000 unprocessed events
+ * (bench/RESULTS.md, "Dashboard").
  */
-#define QUEUE_AGGREGATES \
-	"       pg_catalog.count(DISTINCT u.session_id) FILTER (WHERE u.eligible) AS sessions_with_eligible_work," \
-	"       pg_catalog.count(*) FILTER (WHERE u.eligible) AS eligible_events," \
-	"       pg_catalog.count(*) FILTER (WHERE u.leased) AS leased_events," \
-	"       pg_catalog.count(*) FILTER (WHERE u.eligible AND u.claim_expires_at IS NOT NULL) AS expired_leases," \
-	"       pg_catalog.count(*) FILTER (WHERE u.failed_at IS NOT NULL) AS dead_letters," \
-	"       pg_catalog.count(*) FILTER (WHERE NOT u.lane_ready AND u.failed_at IS NULL) AS lane_waiting_events," \
-	"       pg_catalog.min(u.created_at) FILTER (WHERE u.eligible) AS oldest_eligible," \
-	"       pg_catalog.count(*) FILTER (WHERE u.scheduled) AS scheduled_events," \
-	"       pg_catalog.min(u.not_before) FILTER (WHERE u.scheduled) AS earliest_due"
-
-#define UNPROCESSED_ROWS \
-	"  FROM (SELECT e.session_id, COALESCE(e.queue, 'default') AS queue, e.created_at, e.failed_at," \
-	"               e.lane_ready, e.claim_expires_at, e.not_before," \
-	"               e.lane_ready AND e.failed_at IS NULL" \
-	"                 AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $1)" \
-	"                 AND (e.not_before IS NULL OR e.not_before OPERATOR(pg_catalog.<=) $1) AS eligible," \
-	"               e.failed_at IS NULL AND e.claim_expires_at OPERATOR(pg_catalog.>) $1 AS leased," \
-	"               e.failed_at IS NULL AND e.not_before OPERATOR(pg_catalog.>) $1 AS scheduled" \
-	"          FROM @extschema@.a2_events e" \
-	"         WHERE e.processed_at IS NULL) u"
-
-#define QUEUE_OBJECT(q) \
-	"pg_catalog.jsonb_build_object('eligible', " q ".eligible_events, 'leased', " q ".leased_events," \
-	" 'scheduled', " q ".scheduled_events, 'laneWaiting', " q ".lane_waiting_events," \
-	" 'deadLetters', " q ".dead_letters)"
-
-#define GAUGE_COLUMNS(t) \
-	"SELECT " t ".sessions_with_eligible_work, " t ".eligible_events, " t ".leased_events," \
-	"       " t ".expired_leases, " t ".dead_letters, " t ".lane_waiting_events," \
-	"       pg_catalog.to_timestamp(" t ".oldest_eligible OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8) AS oldest_eligible_created_at," \
-	"       $1 OPERATOR(pg_catalog.-) " t ".oldest_eligible AS oldest_eligible_age_ms," \
-	"       pg_catalog.pg_stat_get_live_tuples($2) AS events_estimate," \
-	"       pg_catalog.pg_stat_get_dead_tuples($2) AS dead_rows_estimate," \
-	"       pg_catalog.pg_stat_get_tuples_inserted($2) AS events_inserted_estimate," \
-	"       pg_catalog.to_timestamp($1 OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8) AS measured_at," \
-	"       " t ".scheduled_events," \
-	"       pg_catalog.to_timestamp(" t ".earliest_due OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8) AS earliest_due_at,"
+#define DEFAULT_QUEUE_OBJECT \
+	"pg_catalog.jsonb_build_object('default', pg_catalog.jsonb_build_object(" \
+	"'eligible', pg_catalog.count(*) FILTER (WHERE u.eligible)," \
+	" 'leased', pg_catalog.count(*) FILTER (WHERE u.leased)," \
+	" 'scheduled', pg_catalog.count(*) FILTER (WHERE u.scheduled)," \
+	" 'laneWaiting', pg_catalog.count(*) FILTER (WHERE NOT u.lane_ready AND u.failed_at IS NULL)," \
+	" 'deadLetters', pg_catalog.count(*) FILTER (WHERE u.failed_at IS NOT NULL)))"
 
 static A2Statement gauges_by_queue = {
 	.name = "metrics.gauges_by_queue",
 	.texts = {
-		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
-				"WITH g AS ("
-				"SELECT GROUPING(u.queue) OPERATOR(pg_catalog.=) 1 AS whole, u.queue,"
-				QUEUE_AGGREGATES
-				UNPROCESSED_ROWS
-				" GROUP BY GROUPING SETS ((), (u.queue))"
-				") "
-				GAUGE_COLUMNS("t")
-				"       (SELECT COALESCE(pg_catalog.jsonb_object_agg(q.queue, " QUEUE_OBJECT("q") "), '{}'::pg_catalog.jsonb)"
-				"          FROM g q WHERE NOT q.whole) AS queues"
-				"  FROM g t WHERE t.whole"),
-		/*
-		 * Distributed mode refuses queues (docs/distributed.md): every
-		 * event is in the default queue, so the whole store is its one
-		 * queue, without a grouping Citus would have to merge.
-		 */
-		A2_TEXT(A2_ROUTED, A2_OBJECTS_0_4,
-				GAUGE_COLUMNS("t")
-				"       CASE WHEN t.unprocessed OPERATOR(pg_catalog.>) 0"
-				"            THEN pg_catalog.jsonb_build_object('default', " QUEUE_OBJECT("t") ")"
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4,
+				"SELECT pg_catalog.count(DISTINCT u.session_id) FILTER (WHERE u.eligible) AS sessions_with_eligible_work,"
+				"       pg_catalog.count(*) FILTER (WHERE u.eligible) AS eligible_events,"
+				"       pg_catalog.count(*) FILTER (WHERE u.leased) AS leased_events,"
+				"       pg_catalog.count(*) FILTER (WHERE u.eligible AND u.claim_expires_at IS NOT NULL) AS expired_leases,"
+				"       pg_catalog.count(*) FILTER (WHERE u.failed_at IS NOT NULL) AS dead_letters,"
+				"       pg_catalog.count(*) FILTER (WHERE NOT u.lane_ready AND u.failed_at IS NULL) AS lane_waiting_events,"
+				"       pg_catalog.to_timestamp(pg_catalog.min(u.created_at) FILTER (WHERE u.eligible)"
+				"                               OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8) AS oldest_eligible_created_at,"
+				"       $1 OPERATOR(pg_catalog.-) pg_catalog.min(u.created_at) FILTER (WHERE u.eligible) AS oldest_eligible_age_ms,"
+				"       pg_catalog.pg_stat_get_live_tuples($2) AS events_estimate,"
+				"       pg_catalog.pg_stat_get_dead_tuples($2) AS dead_rows_estimate,"
+				"       pg_catalog.pg_stat_get_tuples_inserted($2) AS events_inserted_estimate,"
+				"       pg_catalog.to_timestamp($1 OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8) AS measured_at,"
+				"       pg_catalog.count(*) FILTER (WHERE u.scheduled) AS scheduled_events,"
+				"       pg_catalog.to_timestamp(pg_catalog.min(u.not_before) FILTER (WHERE u.scheduled)"
+				"                               OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8) AS earliest_due_at,"
+				"       CASE WHEN pg_catalog.bool_or(u.queue IS NOT NULL) THEN NULL"
+				"            WHEN pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 THEN " DEFAULT_QUEUE_OBJECT
 				"            ELSE '{}'::pg_catalog.jsonb END AS queues"
-				"  FROM (SELECT pg_catalog.count(*) AS unprocessed,"
-				QUEUE_AGGREGATES
-				UNPROCESSED_ROWS
-				") t"),
+				"  FROM (" UNPROCESSED_ROWS("e.queue") ") u"),
 	},
 	.nparams = 2, .params = {A2_PARAM("now", INT8OID), A2_PARAM("a2_events", OIDOID)},
 	.columns = A2_COLUMNS("sessions_with_eligible_work", "eligible_events", "leased_events", "expired_leases", "dead_letters", "lane_waiting_events", "oldest_eligible_created_at", "oldest_eligible_age_ms", "events_estimate", "dead_rows_estimate", "events_inserted_estimate", "measured_at", "scheduled_events", "earliest_due_at", "queues")
+};
+
+/*
+ * queues when some unprocessed events are in a named queue: per queue
+ * with unprocessed events ('default' for queue NULL), the counts by the
+ * definitions of the whole-store columns, so each sums over the queues
+ * to its column (same snapshot).  A second pass over the rows of the
+ * first (the same heap pages, just read); a hash of the queues, no sort.
+ */
+static A2Statement queue_gauges = {
+	.name = "metrics.queue_gauges",
+	.texts = {
+		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4,
+				"SELECT COALESCE(pg_catalog.jsonb_object_agg(q.queue, pg_catalog.jsonb_build_object('eligible', q.eligible,"
+				"                  'leased', q.leased, 'scheduled', q.scheduled,"
+				"                  'laneWaiting', q.lane_waiting, 'deadLetters', q.dead_letters)),"
+				"                '{}'::pg_catalog.jsonb) AS queues"
+				"  FROM (SELECT u.queue,"
+				"               pg_catalog.count(*) FILTER (WHERE u.eligible) AS eligible,"
+				"               pg_catalog.count(*) FILTER (WHERE u.leased) AS leased,"
+				"               pg_catalog.count(*) FILTER (WHERE u.scheduled) AS scheduled,"
+				"               pg_catalog.count(*) FILTER (WHERE NOT u.lane_ready AND u.failed_at IS NULL) AS lane_waiting,"
+				"               pg_catalog.count(*) FILTER (WHERE u.failed_at IS NOT NULL) AS dead_letters"
+				"          FROM (" UNPROCESSED_ROWS("COALESCE(e.queue, 'default')") ") u"
+				"         GROUP BY u.queue) q"),
+	},
+	.nparams = 1, .params = {A2_PARAM("now", INT8OID)},
+	.columns = A2_COLUMNS("queues")
 };
 
 /*
@@ -275,8 +283,8 @@ static A2Statement cancelled = {
 	.columns = A2_COLUMNS("cancelled_events")
 };
 
-A2_STATEMENT_GROUP(metrics, &gauges, &gauges_by_queue, &schedule_gauges, &cancelled,
-				   &dispatch_controls);
+A2_STATEMENT_GROUP(metrics, &gauges, &gauges_by_queue, &queue_gauges, &schedule_gauges,
+				   &cancelled, &dispatch_controls);
 
 /* A by-reference column of the current SPI result, copied to `ctx` */
 static Datum
@@ -328,6 +336,15 @@ a2_metrics(PG_FUNCTION_ARGS)
 	if (ncols == METRIC_COLUMNS)
 	{
 		values[COL_QUEUES] = col_copy(METRIC_COLUMNS_V3 + 1, call.caller, &nulls[COL_QUEUES]);
+		if (nulls[COL_QUEUES])
+		{
+			/* some unprocessed events are in a named queue */
+			a2_args_init(&a, &queue_gauges);
+			a2_bind_int8(&a, 1, now_ms);
+			if (a2_exec(&a, true, SPI_OK_SELECT) != 1)
+				elog(ERROR, "a2_metrics: expected one row of queues");
+			values[COL_QUEUES] = col_copy(1, call.caller, &nulls[COL_QUEUES]);
+		}
 
 		a2_args_init(&a, &schedule_gauges);
 		if (a2_exec(&a, true, SPI_OK_SELECT) != 1)
