@@ -127,8 +127,10 @@ class QueuesTest(unittest.TestCase):
             self.assertNotIn("queues", m.extra)
             # a2_list_sessions: pending events per queue, only for a session using a named queue
             by_id = {x.session_id: x for x in self.store.list_sessions("q-", limit=1000).sessions}
-            self.assertEqual(by_id[s].pending_by_queue, {"py-metrics": 1, "default": 1, "py-metrics-k": 1})
-            self.assertEqual(sum(by_id[s].pending_by_queue.values()), by_id[s].pending_count)
+            by_queue = by_id[s].pending_by_queue
+            self.assertEqual(by_queue, {"py-metrics": 1, "default": 1, "py-metrics-k": 1})
+            assert by_queue is not None
+            self.assertEqual(sum(by_queue.values()), by_id[s].pending_count)
             self.assertIsNone(by_id[plain].pending_by_queue)
         finally:
             self.store.resume_queue("py-metrics")
