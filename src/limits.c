@@ -176,7 +176,7 @@ a2_limits_pass_begin(void)
 
 	if (pass_cxt == NULL)
 		pass_cxt = AllocSetContextCreate(TopMemoryContext, "a2 limits pass",
-										 ALLOCSET_SMALL_SIZES);
+										 (Size) 0, (Size) 1024, (Size) 8192);
 	if (!callback_registered)
 	{
 		RegisterXactCallback(limits_xact_callback, NULL);

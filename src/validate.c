@@ -25,7 +25,6 @@
 #include "clock.h"
 #include "json_out.h"
 #include "validate.h"
-#include "waits.h"
 
 void
 a2_require_arg(FunctionCallInfo fcinfo, int argno, const char *name)
@@ -252,6 +251,58 @@ a2_json_check_keys(JsonbContainer *obj, const char *const *accepted,
 }
 
 /* The keys of docs/json.md's input shapes for append and complete */
+/*
+ * events[i].waitFor (`v`, not JSON null) into ev->wait_types and
+ * ev->has_wait_timeout / ev->wait_timeout_ms (docs/json.md, "waitFor");
+ * 22023 naming the path.  What a waiting row stores is waits.c's.
+ */
+static void
+parse_wait(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
+{
+	static const char *const wait_keys[] = {"types", "timeoutMs", NULL};
+	JsonbContainer *obj;
+	JsonbValue	f;
+	char		path[96];
+	int			n;
+
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		a2_invalid("events", session_id, "events[%d].waitFor must be a JSON object.", i);
+	obj = v->val.binary.data;
+	snprintf(path, sizeof(path), "events[%d].waitFor", i);
+	a2_json_check_keys(obj, wait_keys, "events", session_id, path);
+
+	if (!a2_json_field(obj, "types", &f) || f.type != jbvBinary ||
+		!JsonContainerIsArray(f.val.binary.data))
+		a2_invalid("events", session_id,
+				   "events[%d].waitFor.types must be a JSON array of event types.", i);
+	n = JsonContainerSize(f.val.binary.data);
+	if (n == 0)
+		a2_invalid("events", session_id, "events[%d].waitFor.types must not be empty.", i);
+	if (n > A2_MAX_WAIT_TYPES)
+		a2_invalid("events", session_id,
+				   "events[%d].waitFor.types has %d elements; the limit is %d.",
+				   i, n, A2_MAX_WAIT_TYPES);
+	for (int j = 0; j < n; j++)
+	{
+		JsonbValue *t = getIthJsonbValueFromContainer(f.val.binary.data, j);
+
+		snprintf(path, sizeof(path), "events[%d].waitFor.types[%d]", i, j);
+		(void) a2_json_name_field(t, "events", session_id, path);
+	}
+	ev->wait_types = JsonbValueToJsonb(&f);
+
+	snprintf(path, sizeof(path), "events[%d].waitFor.timeoutMs", i);
+	ev->has_wait_timeout = a2_json_field(obj, "timeoutMs", &f);
+	if (ev->has_wait_timeout)
+	{
+		ev->wait_timeout_ms = a2_json_int_field(&f, 0, "events", session_id, path);
+		/* beyond the whole range a2 stores: out of range whatever now is */
+		if (ev->wait_timeout_ms > A2_MAX_WAIT_TIMEOUT_MS)
+			a2_invalid("events", session_id, "%s must be at most " INT64_FORMAT ", not " INT64_FORMAT ".",
+					   path, A2_MAX_WAIT_TIMEOUT_MS, ev->wait_timeout_ms);
+	}
+}
+
 static const char *const cause_keys[] = {"index", "attempt", "batchSize", NULL};
 static const char *const append_keys[] = {"id", "type", "payload", "cause", "lane", "settled", "notBefore", "queue", "priority", "concurrencyKey", "waitFor", NULL};
 static const char *const complete_keys[] = {"id", "type", "payload", "lane", "settled", "notBefore", "queue", "priority", "concurrencyKey", "waitFor", NULL};
@@ -392,7 +443,7 @@ a2_parse_events(Jsonb *events, const char *session_id, bool for_complete,
 			ev->concurrency_key = a2_json_name_field(&f, "events", session_id, path);
 		if (a2_json_field(obj, "waitFor", &f))
 		{
-			a2_parse_wait(&f, ev, session_id, i);
+			parse_wait(&f, ev, session_id, i);
 			if (ev->settled)
 				a2_invalid("events", session_id,
 						   "events[%d].waitFor cannot be combined with settled: true; a settled event is never claimed.", i);

@@ -44,6 +44,16 @@ typedef struct A2EventInput
 	int64		wait_gate;		/* its not_before while waiting (a2_waits_prepare) */
 } A2EventInput;
 
+/* The most types one waitFor may name (docs/json.md). */
+#define A2_MAX_WAIT_TYPES	100
+
+/*
+ * The largest waitFor.timeoutMs accepted before the clock is read: the span
+ * of the times a2 stores (±8.64e15 ms).  A smaller one that takes now past
+ * the last of them is refused when the event is inserted (22023 either way).
+ */
+#define A2_MAX_WAIT_TIMEOUT_MS	INT64CONST(17280000000000000)
+
 /* The bounds of an event's "priority" (docs/json.md). */
 #define A2_MIN_PRIORITY (-32768)
 #define A2_MAX_PRIORITY 32767

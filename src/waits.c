@@ -8,8 +8,9 @@
  *	  event of one of those types is appended to the same session after it,
  *	  or until its timeout (created_at + timeoutMs), whichever comes first.
  *
- *	  Offers (waits.h): the validation of a waitFor object; what a waiting
- *	  row stores; ending the waits a batch satisfies; the replay check.
+ *	  Offers (waits.h): what a waiting row stores; ending the waits a
+ *	  batch satisfies; the replay check.  The waitFor object itself is
+ *	  validated with the rest of an event (validate.c).
  *
  *	  Storage, and why nothing else changes: a waiting event's wait_for is
  *	  {"types", "timeoutMs"?, "until"?, "notBefore"?} (until: the timeout's
@@ -116,53 +117,6 @@ static A2Statement end_wait = {
 };
 
 A2_STATEMENT_GROUP(waits, &find_satisfied, &end_wait);
-
-void
-a2_parse_wait(JsonbValue *v, A2EventInput *ev, const char *session_id, int i)
-{
-	static const char *const wait_keys[] = {"types", "timeoutMs", NULL};
-	JsonbContainer *obj;
-	JsonbValue	f;
-	char		path[96];
-	int			n;
-
-	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
-		a2_invalid("events", session_id, "events[%d].waitFor must be a JSON object.", i);
-	obj = v->val.binary.data;
-	snprintf(path, sizeof(path), "events[%d].waitFor", i);
-	a2_json_check_keys(obj, wait_keys, "events", session_id, path);
-
-	if (!a2_json_field(obj, "types", &f) || f.type != jbvBinary ||
-		!JsonContainerIsArray(f.val.binary.data))
-		a2_invalid("events", session_id,
-				   "events[%d].waitFor.types must be a JSON array of event types.", i);
-	n = JsonContainerSize(f.val.binary.data);
-	if (n == 0)
-		a2_invalid("events", session_id, "events[%d].waitFor.types must not be empty.", i);
-	if (n > A2_MAX_WAIT_TYPES)
-		a2_invalid("events", session_id,
-				   "events[%d].waitFor.types has %d elements; the limit is %d.",
-				   i, n, A2_MAX_WAIT_TYPES);
-	for (int j = 0; j < n; j++)
-	{
-		JsonbValue *t = getIthJsonbValueFromContainer(f.val.binary.data, j);
-
-		snprintf(path, sizeof(path), "events[%d].waitFor.types[%d]", i, j);
-		(void) a2_json_name_field(t, "events", session_id, path);
-	}
-	ev->wait_types = JsonbValueToJsonb(&f);
-
-	snprintf(path, sizeof(path), "events[%d].waitFor.timeoutMs", i);
-	ev->has_wait_timeout = a2_json_field(obj, "timeoutMs", &f);
-	if (ev->has_wait_timeout)
-	{
-		ev->wait_timeout_ms = a2_json_int_field(&f, 0, "events", session_id, path);
-		/* beyond the whole range a2 stores: out of range whatever now is */
-		if (ev->wait_timeout_ms > A2_MAX_WAIT_TIMEOUT_MS)
-			a2_invalid("events", session_id, "%s must be at most " INT64_FORMAT ", not " INT64_FORMAT ".",
-					   path, A2_MAX_WAIT_TIMEOUT_MS, ev->wait_timeout_ms);
-	}
-}
 
 void
 a2_waits_prepare(A2EventInput *events, int count, int64 now_ms)

@@ -18,28 +18,11 @@
 
 #include "validate.h"
 
-/* The most types one waitFor may name. */
-#define A2_MAX_WAIT_TYPES	100
-
 /*
  * The not_before of an event that waits without a timeout: the largest
  * time a2 stores (+275760-09-13T00:00:00.000Z, JavaScript's last Date).
  */
 #define A2_WAIT_FOREVER		INT64CONST(8640000000000000)
-
-/*
- * The largest timeoutMs accepted before the clock is read: the span of the
- * times a2 stores (±8.64e15 ms).  A smaller one that takes now past the
- * last of them is refused when the event is inserted (22023 either way).
- */
-#define A2_MAX_WAIT_TIMEOUT_MS	INT64CONST(17280000000000000)
-
-/*
- * Validate events[i].waitFor (`v`, not JSON null) into ev->wait_types and
- * ev->has_wait_timeout / ev->wait_timeout_ms; 22023 naming the path.
- */
-extern void a2_parse_wait(JsonbValue *v, A2EventInput *ev,
-						  const char *session_id, int i);
 
 /*
  * Before a batch is inserted: for each event with a wait, refuse (0A000)

@@ -73,11 +73,20 @@ test('every page answers 200 with its content, and bad input is a 4xx, never SQL
   assert.equal((await a.req('/failures?cursor=nonsense')).status, 400)
   assert.equal((await a.req('/event?session=shop-003&index=-1')).status, 400)
   assert.equal((await a.req('/nope')).status, 404)
-  // a 0.4.0 page is absent until its functions exist: queues are not in
-  // this build yet, schedules are
-  assert.equal((await a.req('/queues')).status, 404)
-  assert.doesNotMatch(overview.text, /nav-queues/)
+  // the 0.4.0 pages are there with their functions...
+  assert.match(overview.text, /id="nav-queues"/)
   assert.match(overview.text, /id="nav-schedules"/)
+  assert.equal((await a.req('/queues')).status, 200)
+  // ...and absent where a function is not the extension's (an older a2):
+  // a2_list_queues taken out of the extension for this check, then put back
+  await c.query('ALTER EXTENSION a2 DROP FUNCTION a2_list_queues()')
+  try {
+    const older = new Agent((await start(urlFor(DB))).base)
+    assert.equal((await older.req('/queues')).status, 404)
+    assert.doesNotMatch((await older.req('/')).text, /nav-queues/)
+  } finally {
+    await c.query('ALTER EXTENSION a2 ADD FUNCTION a2_list_queues()')
+  }
   const history = JSON.parse((await a.req('/api/history')).text)
   assert.ok(Array.isArray(history.samples))
 })
