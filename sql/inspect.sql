@@ -79,6 +79,22 @@ SELECT a2_list_sessions('insp:', '');
 SELECT a2_list_sessions(repeat('x', 1025));
 \echo SQLSTATE :LAST_ERROR_SQLSTATE
 
+-- 0.4.0: a session with a pending event outside the default queue gets
+-- pendingByQueue, its pending events per queue (they sum to pendingCount;
+-- settled, completed and dead-lettered events are not pending); a session
+-- whose named-queue work is finished lists without it.  Rolled back, so
+-- that the later files' claims never meet these events.
+BEGIN;
+SET LOCAL a2.now = '2026-07-01 00:00:10+00';
+SELECT a2_append('insp-q:a', '[{"type": "t", "queue": "email"}, {"type": "t", "queue": "email"},
+                               {"type": "t"}, {"type": "t", "queue": "sms", "settled": true},
+                               {"type": "t", "queue": "sms"}]') IS NOT NULL AS ok;
+SELECT a2_claim('insp-q:a', 'w', 60000, NULL, '{}', '{sms}') -> 'outcome' AS outcome;
+SELECT a2_fail('insp-q:a', 5, 1, 'boom', 1) -> 'outcome' AS outcome;
+SELECT a2_append('insp-q:b', '[{"type": "t", "queue": "email", "settled": true}, {"type": "t"}]') IS NOT NULL AS ok;
+SELECT jsonb_pretty(a2_list_sessions('insp-q:'));
+ROLLBACK;
+
 -- snapshots: heads by reducer name; with include_history the pinned
 -- history rows too, each element flagged
 SELECT a2_list_snapshots('insp:a');

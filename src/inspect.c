@@ -72,7 +72,7 @@ static A2Statement bytewise_ids = {
  * for a first page (start = prefix, or '' which sorts first everywhere)
  * and > after a cursor.
  */
-#define LIST_SESSIONS_SQL(first_op, failed, cancelled) \
+#define LIST_SESSIONS_SQL(first_op, failed, cancelled, named, by_queue) \
 	"WITH RECURSIVE walk(sid) AS (" \
 	"  SELECT (SELECT e.session_id FROM @extschema@.a2_events e" \
 	"           WHERE e.session_id " first_op " $1 ORDER BY e.session_id LIMIT 1)" \
@@ -88,7 +88,8 @@ static A2Statement bytewise_ids = {
 	"   LIMIT $3" \
 	")" \
 	" SELECT p.sid AS session_id, a.event_count, a.pending_count, a.failed_count," \
-	"        a.attempt_count, a.failure_count, a.first_event_at, a.updated_at, a.cancelled_count" \
+	"        a.attempt_count, a.failure_count, a.first_event_at, a.updated_at, a.cancelled_count," \
+	"        " by_queue " AS pending_by_queue" \
 	"   FROM page p CROSS JOIN LATERAL (" \
 	"     SELECT pg_catalog.count(*) AS event_count," \
 	"            pg_catalog.count(*) FILTER (WHERE e.processed_at IS NULL" \
@@ -99,7 +100,8 @@ static A2Statement bytewise_ids = {
 	"            pg_catalog.min(e.created_at) AS first_event_at," \
 	"            pg_catalog.max(GREATEST(e.created_at, e.first_claimed_at, e.last_claimed_at," \
 	"                                    e.last_failed_at, e.processed_at, e.failed_at)) AS updated_at," \
-	"            " cancelled " AS cancelled_count" \
+	"            " cancelled " AS cancelled_count," \
+	"            " named " AS named_pending" \
 	"       FROM @extschema@.a2_events e WHERE e.session_id OPERATOR(pg_catalog.=) p.sid) a" \
 	"  ORDER BY p.sid"
 
@@ -119,7 +121,8 @@ static A2Statement bytewise_ids = {
 	"       pg_catalog.min(e.created_at) AS first_event_at," \
 	"       pg_catalog.max(GREATEST(e.created_at, e.first_claimed_at, e.last_claimed_at," \
 	"                               e.last_failed_at, e.processed_at, e.failed_at)) AS updated_at," \
-	"       " cancelled " AS cancelled_count" \
+	"       " cancelled " AS cancelled_count," \
+	"       NULL::pg_catalog.jsonb AS pending_by_queue" \
 	"  FROM @extschema@.a2_events e" \
 	" WHERE e.session_id " first_op " $1 AND pg_catalog.starts_with(e.session_id, $2)" \
 	"   AND $4 IS NOT NULL" \
@@ -135,7 +138,8 @@ enum
 	LIST_FAILURE_COUNT,
 	LIST_FIRST_EVENT_AT,
 	LIST_UPDATED_AT,
-	LIST_CANCELLED_COUNT
+	LIST_CANCELLED_COUNT,
+	LIST_PENDING_BY_QUEUE
 };
 
 /*
@@ -147,10 +151,32 @@ enum
 #define FAILED_V4 "e.failed_at IS NOT NULL AND e.cancelled_at IS NULL"
 #define CANCELLED_V4 "pg_catalog.count(*) FILTER (WHERE e.cancelled_at IS NOT NULL)"
 
+/*
+ * Pending events per queue (0.4.0, docs/json.md): only for a session with
+ * a pending event outside the default queue, so a session that uses the
+ * default queue alone lists as before, and its page costs what it did.
+ * The breakdown reads the session's pending rows once more, through
+ * a2_events_unprocessed.  Distributed mode refuses queues
+ * (docs/distributed.md): every event is in the default queue there.
+ */
+#define NAMED_V1 "NULL::pg_catalog.bool"
+#define BY_QUEUE_V1 "NULL::pg_catalog.jsonb"
+#define NAMED_V4 \
+	"pg_catalog.bool_or(COALESCE(e.queue, 'default') OPERATOR(pg_catalog.<>) 'default')" \
+	" FILTER (WHERE e.processed_at IS NULL AND e.failed_at IS NULL)"
+#define BY_QUEUE_V4 \
+	"CASE WHEN a.named_pending THEN" \
+	"  (SELECT pg_catalog.jsonb_object_agg(b.queue, b.pending)" \
+	"     FROM (SELECT COALESCE(x.queue, 'default') AS queue, pg_catalog.count(*) AS pending" \
+	"             FROM @extschema@.a2_events x" \
+	"            WHERE x.session_id OPERATOR(pg_catalog.=) p.sid" \
+	"              AND x.processed_at IS NULL AND x.failed_at IS NULL" \
+	"            GROUP BY 1) b) END"
+
 #define LIST_SESSIONS_PARAMS \
 	.columns = A2_COLUMNS("session_id", "event_count", "pending_count", "failed_count", \
 						  "attempt_count", "failure_count", "first_event_at", "updated_at", \
-						  "cancelled_count"), \
+						  "cancelled_count", "pending_by_queue"), \
 	.nparams = 4, \
 	.params = {A2_PARAM("start", TEXTOID), A2_PARAM("prefix", TEXTOID), \
 	A2_PARAM("rows", INT8OID), A2_PARAM("bytewise", BOOLOID)}
@@ -159,9 +185,9 @@ static A2Statement list_first = {
 	.name = "inspect.list_first",
 	.texts = {
 		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1,
-				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>=)", FAILED_V1, CANCELLED_V1)),
+				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>=)", FAILED_V1, CANCELLED_V1, NAMED_V1, BY_QUEUE_V1)),
 		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
-				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>=)", FAILED_V4, CANCELLED_V4)),
+				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>=)", FAILED_V4, CANCELLED_V4, NAMED_V4, BY_QUEUE_V4)),
 		A2_TEXT(A2_ROUTED, A2_OBJECTS_0_1,
 				LIST_SESSIONS_DIST_SQL("OPERATOR(pg_catalog.>=)", FAILED_V1, CANCELLED_V1)),
 		A2_TEXT(A2_ROUTED, A2_OBJECTS_0_4,
@@ -174,9 +200,9 @@ static A2Statement list_after = {
 	.name = "inspect.list_after",
 	.texts = {
 		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1,
-				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>)", FAILED_V1, CANCELLED_V1)),
+				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>)", FAILED_V1, CANCELLED_V1, NAMED_V1, BY_QUEUE_V1)),
 		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
-				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>)", FAILED_V4, CANCELLED_V4)),
+				LIST_SESSIONS_SQL("OPERATOR(pg_catalog.>)", FAILED_V4, CANCELLED_V4, NAMED_V4, BY_QUEUE_V4)),
 		A2_TEXT(A2_ROUTED, A2_OBJECTS_0_1,
 				LIST_SESSIONS_DIST_SQL("OPERATOR(pg_catalog.>)", FAILED_V1, CANCELLED_V1)),
 		A2_TEXT(A2_ROUTED, A2_OBJECTS_0_4,
@@ -236,6 +262,8 @@ list_sessions(const char *prefix, const char *cursor, int max_sessions)
 	bool		bytewise;
 	uint64		n;
 	uint64		shown;
+	Datum		by_queue;
+	bool		isnull;
 	Jsonb	   *result;
 
 	a2_call_begin(&call, NULL);
@@ -267,6 +295,9 @@ list_sessions(const char *prefix, const char *cursor, int max_sessions)
 		a2j_iso(&js, "firstEventAt", a2_col_int64(r, LIST_FIRST_EVENT_AT));
 		a2j_iso(&js, "updatedAt", a2_col_int64(r, LIST_UPDATED_AT));
 		a2j_int(&js, "cancelledCount", a2_col_int64(r, LIST_CANCELLED_COUNT));
+		by_queue = a2_col(r, LIST_PENDING_BY_QUEUE, &isnull);
+		if (!isnull)
+			a2j_jsonb(&js, "pendingByQueue", DatumGetJsonbP(by_queue));
 		a2j_end_object(&js);
 	}
 	a2j_end_array(&js);

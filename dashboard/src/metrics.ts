@@ -25,6 +25,11 @@ export const METRIC_COLUMNS: Record<string, Known> = {
   earliest_due_at: { name: 'a2_earliest_due_timestamp_seconds', type: 'gauge', help: 'The earliest notBefore of the scheduled events, Unix seconds (absent: none).', scale: 'time' },
 }
 
+/** a2_metrics().queues: each queue's counts by state (0.4.0), and the label value of each. */
+export const QUEUE_STATES: Record<string, string> = {
+  eligible: 'eligible', leased: 'leased', scheduled: 'scheduled', laneWaiting: 'lane_waiting', deadLetters: 'dead_letters',
+}
+
 /** a2_notify_status() columns. */
 export const NOTIFY_COLUMNS: Record<string, Known> = {
   queue_size: { name: 'a2_notifier_queue_size', type: 'gauge', help: 'Slots in the notifier\'s shared queue (a2.notify_queue_size).' },
@@ -65,7 +70,26 @@ export function renderMetrics(metrics: JsonObject | null, notify: JsonObject | n
   if (metrics) {
     for (const [col, value] of Object.entries(metrics)) {
       const known = METRIC_COLUMNS[col]
-      if (known) {
+      if (col === 'paused_queues' || col === 'keys_at_limit') {
+        // 0.4.0's dispatch controls: one sample of 1 per queue or key (none: no sample)
+        const [name, label, help] = col === 'paused_queues'
+          ? ['a2_queue_paused', 'queue', 'A queue that is paused (a2_metrics().paused_queues): 1 per paused queue.']
+          : ['a2_key_at_limit', 'key', 'A concurrency key at its concurrency or rate limit now (a2_metrics().keys_at_limit): 1 per key.']
+        const names = Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
+        emit(name, 'gauge', help, names.map((n) => [`{${label}="${labelValue(n)}"}`, 1]))
+      } else if (col === 'queues') {
+        // per queue with unprocessed events, its events by state; they sum to the whole-store gauges
+        const queues = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
+        const samples: [string, number][] = []
+        for (const q of Object.keys(queues).sort()) {
+          const counts = queues[q] !== null && typeof queues[q] === 'object' ? (queues[q] as Record<string, unknown>) : {}
+          for (const [key, state] of Object.entries(QUEUE_STATES)) {
+            const v = sampleValue(counts[key])
+            if (v !== null) samples.push([`{queue="${labelValue(q)}",state="${state}"}`, v])
+          }
+        }
+        emit('a2_queue_events', 'gauge', 'Unprocessed events per queue and state (a2_metrics().queues): eligible, leased, scheduled, lane_waiting, dead_letters.', samples)
+      } else if (known) {
         const v = sampleValue(value, known.scale)
         // A NULL age means no eligible work: a lag of 0 keeps alerts simple.
         if (v === null && known.scale === 'ms') emit(known.name, known.type, known.help, [['', 0]])

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict'
 import type pg from 'pg'
 import { Agent, dropDatabase, freshDatabase, MONITOR, pooledUrlFor, startDashboard, urlFor, WORKER } from './fixtures.js'
 import { parsePrometheus, valueOf } from './prom.js'
+import { QUEUE_STATES } from '../src/metrics.js'
 import type { Dashboard } from '../src/server.js'
 
 const DB = 'a2_dash_http'
@@ -139,6 +140,7 @@ test('the "with dead letters" filter pages through every such session once', asy
 
 test('/metrics is Prometheus text that agrees with a2_metrics()', async () => {
   const { base } = await start(urlFor(DB))
+  await c.query("SELECT a2_pause_queue('metrics-idle')")
   const r = await fetch(base + '/metrics')
   assert.equal(r.status, 200)
   assert.match(r.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/)
@@ -154,6 +156,19 @@ test('/metrics is Prometheus text that agrees with a2_metrics()', async () => {
   assert.equal(valueOf(fams, 'a2_earliest_due_timestamp_seconds'), (m.earliest_due_at as Date).getTime() / 1000)
   assert.equal(valueOf(fams, 'a2_oldest_eligible_created_timestamp_seconds'), (m.oldest_eligible_created_at as Date).getTime() / 1000)
   assert.ok(Math.abs(valueOf(fams, 'a2_oldest_eligible_age_seconds')! - Number(m.oldest_eligible_age_ms) / 1000) < 5)
+  // 0.4.0: each queue's events by state, the paused queues and the keys at a limit
+  const queues = m.queues as Record<string, Record<string, number>>
+  assert.ok(Object.keys(queues).length > 0, 'the fixtures leave unprocessed events')
+  for (const [q, counts] of Object.entries(queues)) {
+    for (const [key, state] of Object.entries(QUEUE_STATES)) {
+      assert.equal(valueOf(fams, 'a2_queue_events', { queue: q, state }), counts[key], `a2_queue_events{queue=${q},state=${state}}`)
+    }
+  }
+  assert.equal(fams.get('a2_queue_events')?.samples.length, Object.keys(queues).length * 5)
+  assert.deepEqual(fams.get('a2_queue_paused')?.samples.map((x) => x.labels.queue), m.paused_queues)
+  assert.deepEqual(fams.get('a2_key_at_limit')?.samples.map((x) => x.labels.key), m.keys_at_limit)
+  assert.equal(valueOf(fams, 'a2_queue_paused', { queue: 'metrics-idle' }), 1)
+  await c.query("SELECT a2_resume_queue('metrics-idle')")
   const n = (await c.query('SELECT * FROM a2_notify_status()')).rows[0]
   assert.equal(valueOf(fams, 'a2_notifier_mode', { mode: n.mode }), 1)
   assert.equal(valueOf(fams, 'a2_notifier_queue_size'), Number(n.queue_size))

@@ -47,6 +47,25 @@ test('renderMetrics is valid exposition text with every column', () => {
   }
 })
 
+test('renderMetrics: paused queues, keys at a limit and each queue\'s events as labelled gauges (0.4.0)', () => {
+  const row = {
+    ...metricsRow, paused_queues: ['email', 'odd "q"'], keys_at_limit: ['tenant-7'],
+    queues: { default: { eligible: 7, leased: 2, scheduled: 6, laneWaiting: 5, deadLetters: 3 }, email: { eligible: 3, leased: 0, scheduled: 0, laneWaiting: 0, deadLetters: 1 } },
+  }
+  const fams = parsePrometheus(renderMetrics(row, notifyRow, { up: true }))
+  assert.equal(valueOf(fams, 'a2_queue_paused', { queue: 'email' }), 1)
+  assert.equal(valueOf(fams, 'a2_queue_paused', { queue: 'odd "q"' }), 1, 'label values are escaped')
+  assert.equal(fams.get('a2_queue_paused')?.samples.length, 2)
+  assert.equal(valueOf(fams, 'a2_key_at_limit', { key: 'tenant-7' }), 1)
+  assert.equal(valueOf(fams, 'a2_queue_events', { queue: 'email', state: 'eligible' }), 3)
+  assert.equal(valueOf(fams, 'a2_queue_events', { queue: 'default', state: 'lane_waiting' }), 5)
+  assert.equal(valueOf(fams, 'a2_queue_events', { queue: 'default', state: 'dead_letters' }), 3)
+  assert.equal(fams.get('a2_queue_events')?.samples.length, 10)
+  // none paused, none at a limit, nothing unprocessed: the families are there, without samples
+  const idle = parsePrometheus(renderMetrics({ ...metricsRow, paused_queues: [], keys_at_limit: [], queues: {} }, notifyRow, { up: true }))
+  for (const name of ['a2_queue_paused', 'a2_key_at_limit', 'a2_queue_events']) assert.equal(idle.get(name)?.samples.length, 0, name)
+})
+
 test('renderMetrics without a metrics row says a2_up 0, and no lag is 0', () => {
   const down = parsePrometheus(renderMetrics(null, null, { up: false }))
   assert.equal(valueOf(down, 'a2_up'), 0)

@@ -11,7 +11,7 @@ import itertools
 import unittest
 
 from . import helpers as h
-from a2_client import A2Store, AsyncA2Store, Busy, Claimed, NewEvent, ReturnedEvent, Settled
+from a2_client import A2Store, AsyncA2Store, Busy, Claimed, NewEvent, QueueGauges, ReturnedEvent, Settled
 
 DB = "a2_py_queues"
 
@@ -104,6 +104,37 @@ class QueuesTest(unittest.TestCase):
         self.clock.advance(1000)
         self.assertEqual(len(self.store.claim_next("w", 600_000, 10, queues=["rated"]).claims), 1)
         self.store.set_rate_limit("api", None, None)
+
+    def test_metrics_and_sessions_by_queue(self) -> None:
+        # a2_metrics(): a queue's unprocessed events, the paused queues, the keys at a limit
+        s, plain = session(), session()
+        self.store.append(s, [NewEvent(type="t", queue="py-metrics"), NewEvent(type="t"),
+                              NewEvent(type="k", queue="py-metrics-k", concurrency_key="py-mk")])
+        self.store.append(plain, [NewEvent(type="t")])
+        self.store.set_concurrency_limit("py-mk", 1)
+        self.assertEqual(len(self.store.claim_next("w", 60_000, 10, queues=["py-metrics-k"]).claims), 1)
+        self.store.pause_queue("py-metrics")
+        try:
+            m = self.store.metrics()
+            assert m.queues is not None and m.paused_queues is not None and m.keys_at_limit is not None
+            self.assertEqual(m.queues["py-metrics"], QueueGauges(eligible=1, leased=0, scheduled=0,
+                                                                 lane_waiting=0, dead_letters=0))
+            self.assertEqual((m.queues["py-metrics-k"].leased, m.queues["py-metrics-k"].eligible), (1, 0))
+            self.assertEqual(sum(q.eligible for q in m.queues.values()), m.eligible_events)
+            self.assertEqual(sum(q.leased for q in m.queues.values()), m.leased_events)
+            self.assertIn("py-metrics", m.paused_queues)
+            self.assertIn("py-mk", m.keys_at_limit)
+            self.assertNotIn("queues", m.extra)
+            # a2_list_sessions: pending events per queue, only for a session using a named queue
+            by_id = {x.session_id: x for x in self.store.list_sessions("q-", limit=1000).sessions}
+            by_queue = by_id[s].pending_by_queue
+            self.assertEqual(by_queue, {"py-metrics": 1, "default": 1, "py-metrics-k": 1})
+            assert by_queue is not None
+            self.assertEqual(sum(by_queue.values()), by_id[s].pending_count)
+            self.assertIsNone(by_id[plain].pending_by_queue)
+        finally:
+            self.store.resume_queue("py-metrics")
+            self.store.set_concurrency_limit("py-mk", None)
 
     def test_bad_limit_is_refused(self) -> None:
         with self.assertRaises(Exception) as cm:

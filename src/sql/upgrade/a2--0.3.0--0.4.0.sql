@@ -663,8 +663,9 @@ $fn$;
 COMMENT ON FUNCTION a2_revoke(regrole) IS
 'Take back from a role every privilege a2_grant_worker or a2_grant_monitor grants.';
 
--- a2_metrics gains schedules, next_tick_at and last_tick_at after the
--- 0.3.0 columns.  Its EXECUTE grants (a2_grant_monitor's, by hand) are
+-- a2_metrics gains schedules, next_tick_at, last_tick_at, cancelled_events,
+-- paused_queues, keys_at_limit and queues after the 0.3.0 columns, and
+-- enable_indexscan = off (a bitmap scan of the unprocessed rows).  Its EXECUTE grants (a2_grant_monitor's, by hand) are
 -- carried over the DROP, which would lose them.
 SELECT pg_catalog.set_config('a2_upgrade.metrics_grantees',
 	COALESCE((SELECT pg_catalog.string_agg(a.grantee::regrole::text, ',')
@@ -693,7 +694,10 @@ CREATE FUNCTION a2_metrics(
 	OUT schedules bigint,
 	OUT next_tick_at timestamptz,
 	OUT last_tick_at timestamptz,
-	OUT cancelled_events bigint)
+	OUT cancelled_events bigint,
+	OUT paused_queues text[],
+	OUT keys_at_limit text[],
+	OUT queues jsonb)
 AS 'MODULE_PATHNAME', 'a2_metrics'
 LANGUAGE C STABLE SECURITY DEFINER
 SET search_path = pg_catalog
@@ -701,12 +705,17 @@ SET search_path = pg_catalog
 -- are a few per cent of the table the planner picks a sequential scan,
 -- although they sit together in the newest pages (appends and the updates
 -- of claims go there): 3.4 s instead of 0.36 s on 10M events with 500k
--- unprocessed (bench/RESULTS.md).  JIT would only add compile time.
+-- unprocessed (bench/RESULTS.md).  With the statistics of a big table it
+-- picks an index scan in (session_id, idx) order, which pins a heap page
+-- per row; a bitmap scan reads each page that holds them once (4.6x the
+-- buffers of a small table's call before, bench/RESULTS.md "Dashboard").
+-- JIT would only add compile time.
 SET enable_seqscan = off
+SET enable_indexscan = off
 SET jit = off;
 
 COMMENT ON FUNCTION a2_metrics() IS
-'Dispatch gauges, one row. Exact as of the caller''s snapshot and the store clock: sessions with eligible work, eligible events (due, expired leases included), leased events, expired leases not yet reclaimed, dead letters, events waiting behind their lane, oldest eligible event, scheduled events (not yet due) and the earliest due time; recurring schedules, the next tick of an active one and the last tick fired; cancelled events still stored. Estimates from pg_stat: live rows, dead rows, rows inserted since the stats reset. Costs one pass over the unprocessed events and one over the cancelled ones (a2_events_cancelled).';
+'Dispatch gauges, one row. Exact as of the caller''s snapshot and the store clock: sessions with eligible work, eligible events (due, expired leases included), leased events, expired leases not yet reclaimed, dead letters, events waiting behind their lane, oldest eligible event, scheduled events (not yet due) and the earliest due time; recurring schedules, the next tick of an active one and the last tick fired; cancelled events still stored. Estimates from pg_stat: live rows, dead rows, rows inserted since the stats reset. Dispatch controls: the paused queues, the concurrency keys at a limit now, and per queue with unprocessed events its eligible, leased, scheduled, lane-waiting and dead-lettered events (queues, jsonb). Costs one pass over the unprocessed events (a bitmap scan: each heap page read once; a second one when some are in a named queue) and one over the cancelled ones (a2_events_cancelled).';
 
 REVOKE ALL ON FUNCTION a2_metrics() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION a2_metrics() TO pg_monitor;

@@ -58,6 +58,7 @@ from .models import (
     Node,
     NotifyStatus,
     PresenceRow,
+    QueueGauges,
     Redriven,
     RedriveResult,
     RenewResult,
@@ -90,5 +91,5 @@ __all__ = [
     "SessionPage", "SessionSummary", "SessionUnfinishedError", "Settled", "Snapshot", "SnapshotInfo",
     "SnapshotWrite", "StateRead", "StateRequest", "StoreUnavailableError", "StoredEvent", "Stream",
     "SupersededError", "Transaction", "WaitFor", "WaitResult", "__version__", "backoff",
-    "A2_VERSIONS", "FiredTick", "ScheduleInfo",
+    "A2_VERSIONS", "FiredTick", "ScheduleInfo", "QueueGauges",
 ]

@@ -36,6 +36,7 @@ from .models import (
     Metrics,
     NotifyStatus,
     PresenceRow,
+    QueueGauges,
     QueueInfo,
     RedriveResult,
     RenewResult,
@@ -71,6 +72,13 @@ def _metrics(r: Dict[str, Any]) -> Metrics:
     args: Dict[str, Any] = {k: r.get(k) for k in known}
     for k in ("oldest_eligible_created_at", "measured_at"):
         args[k] = c.when_or_none(args[k])
+    for k in ("paused_queues", "keys_at_limit"):
+        args[k] = None if args[k] is None else [str(x) for x in args[k]]
+    if args["queues"] is not None:
+        args["queues"] = {q: QueueGauges(eligible=int(v["eligible"]), leased=int(v["leased"]),
+                                         scheduled=int(v["scheduled"]), lane_waiting=int(v["laneWaiting"]),
+                                         dead_letters=int(v["deadLetters"]))
+                          for q, v in args["queues"].items()}
     return Metrics(**args, extra={k: v for k, v in r.items() if k not in known})
 
 

@@ -376,6 +376,8 @@ def to_session_page(r: Json) -> SessionPage:
                 failure_count=int(s["failureCount"]),
                 first_event_at=when_or_none(s.get("firstEventAt")),
                 updated_at=when_or_none(s.get("updatedAt")),
+                pending_by_queue=(None if s.get("pendingByQueue") is None
+                                  else {q: int(n) for q, n in s["pendingByQueue"].items()}),
             )
             for s in r.get("sessions") or []
         ],

@@ -32,6 +32,7 @@ __all__ = [
     "Failed",
     "AppendResult",
     "LimitInfo",
+    "QueueGauges",
     "QueueInfo",
     "Metrics",
     "NewEvent",
@@ -355,6 +356,9 @@ class SessionSummary:
     failure_count: int
     first_event_at: Optional[datetime]
     updated_at: Optional[datetime]
+    #: a2 0.4.0: pending events per queue ("default" included), only for a
+    #: session with a pending event in a named queue; None otherwise.
+    pending_by_queue: Optional[Dict[str, int]] = None
 
 
 @dataclass(frozen=True)
@@ -398,8 +402,28 @@ class Metrics:
     dead_rows_estimate: int
     events_inserted_estimate: int
     measured_at: datetime
+    #: a2 0.4.0 (None from an older server): the paused queues and the
+    #: concurrency keys at a limit now, sorted.
+    paused_queues: Optional[List[str]] = None
+    keys_at_limit: Optional[List[str]] = None
+    #: a2 0.4.0 (None from an older server): each queue with unprocessed
+    #: events ("default" for events without a queue) and its counts.
+    queues: Optional[Dict[str, "QueueGauges"]] = None
     #: Columns a newer server adds (e.g. a scheduled count), by name.
     extra: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QueueGauges:
+    """One queue of ``a2_metrics().queues`` (a2 0.4.0): its unprocessed
+    events by state; each sums over the queues to the ``Metrics`` field of
+    the same name (``eligible_events``, ..., ``dead_letters``)."""
+
+    eligible: int
+    leased: int
+    scheduled: int
+    lane_waiting: int
+    dead_letters: int
 
 
 @dataclass(frozen=True)
