@@ -32,8 +32,10 @@
  *	  decision stands for the whole call.
  *
  *	  A call for every queue (queues NULL) serves the default queue and
- *	  every queue with entries in a2_events_queue_available (found with one
- *	  probe per queue), less the paused ones.
+ *	  every queue with entries in a2_events_queue_available, less the
+ *	  paused ones: found with one probe per queue, last queue first, each
+ *	  probe ending on the queue's highest priority level (so the cursor
+ *	  needs no probe of its own to find it).
  *
  *	  Locks: none of its own; the caller's try_claim tries the session
  *	  lock (layer.h's order).  Every probe reads the latest committed
@@ -187,15 +189,34 @@ static A2Statement any_retry = {
 	.columns = A2_COLUMNS("available_at")
 };
 
-/* the next named queue with entries after $1 (a loose index scan) */
-static A2Statement next_queue = {
-	.name = "dispatch_walk.next_queue",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
-					  "SELECT e.queue FROM @extschema@.a2_events e"
-					  " WHERE " QPRED " AND e.queue OPERATOR(pg_catalog.>) $1"
-					  " ORDER BY e.queue LIMIT 1")},
-	.nparams = 1, .params = {A2_PARAM("after_queue", TEXTOID)},
-	.columns = A2_COLUMNS("queue")
+/*
+ * The named queues with entries, last first (a loose index scan read
+ * backwards): each probe ends on the queue's last entry, so it also gives
+ * the queue's highest priority level, the level its cursor starts at.
+ */
+#define PREV_QUEUE_SQL(bound) \
+	"SELECT e.queue, " QPRIO " AS priority FROM @extschema@.a2_events e" \
+	" WHERE " QPRED " AND " bound \
+	" ORDER BY e.queue DESC, " QPRIO " DESC LIMIT 1"
+
+enum
+{
+	PREV_QUEUE_QUEUE = 1,
+	PREV_QUEUE_PRIORITY
+};
+
+static A2Statement last_queue = {
+	.name = "dispatch_walk.last_queue",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, PREV_QUEUE_SQL("e.queue IS NOT NULL"))},
+	.nparams = 0,
+	.columns = A2_COLUMNS("queue", "priority")
+};
+
+static A2Statement prev_queue = {
+	.name = "dispatch_walk.prev_queue",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, PREV_QUEUE_SQL("e.queue OPERATOR(pg_catalog.<) $1"))},
+	.nparams = 1, .params = {A2_PARAM("before_queue", TEXTOID)},
+	.columns = A2_COLUMNS("queue", "priority")
 };
 
 static A2Statement paused_queues = {
@@ -210,7 +231,7 @@ static A2Statement paused_queues = {
 
 A2_STATEMENT_GROUP(dispatch_walk, &named_next, &default_next, &plain_next, &named_level,
 				   &default_level, &named_retry, &default_retry, &any_retry,
-				   &next_queue, &paused_queues);
+				   &last_queue, &prev_queue, &paused_queues);
 
 /* ---- arguments --------------------------------------------------------- */
 
@@ -290,6 +311,7 @@ typedef struct Cursor
 	int64		head_at;
 	char	   *head_session;
 	char	   *head_key;		/* the head event's concurrency key, or NULL */
+	bool		started;		/* level found by the queue discovery */
 } Cursor;
 
 /* The highest level of the queue's non-plain entries below `below`. */
@@ -459,7 +481,7 @@ served_cursors(Datum queues, Datum paused, int *count)
 	else
 	{
 		int			cap = 8;
-		char	   *after = "";
+		char	   *before = NULL;
 
 		cur = palloc0(sizeof(Cursor) * cap);
 		if (!in_array("default", paused))
@@ -467,13 +489,20 @@ served_cursors(Datum queues, Datum paused, int *count)
 		for (;;)
 		{
 			A2Args		a;
+			char	   *q;
+			bool		isnull;
 
-			a2_args_init(&a, &next_queue);
-			a2_bind_text(&a, 1, after);
+			if (before == NULL)
+				a2_args_init(&a, &last_queue);
+			else
+			{
+				a2_args_init(&a, &prev_queue);
+				a2_bind_text(&a, 1, before);
+			}
 			if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
 				break;
-			after = a2_col_text(0, 1);
-			if (in_array(after, paused))
+			q = before = a2_col_text(0, PREV_QUEUE_QUEUE);
+			if (in_array(q, paused))
 				continue;
 			if (n == cap)
 			{
@@ -481,11 +510,17 @@ served_cursors(Datum queues, Datum paused, int *count)
 				cur = repalloc(cur, sizeof(Cursor) * cap);
 			}
 			memset(&cur[n], 0, sizeof(Cursor));
-			cur[n++].queue = after;
+			cur[n].queue = q;
+			/* the probe found its top level: the cursor starts there */
+			cur[n].level = DatumGetInt32(a2_col(0, PREV_QUEUE_PRIORITY, &isnull));
+			cur[n].after_at = PG_INT64_MIN;
+			cur[n].after_session = "";
+			cur[n++].started = true;
 		}
 	}
 	for (int i = 0; i < n; i++)
-		next_level(&cur[i], true);
+		if (!cur[i].started)
+			next_level(&cur[i], true);
 	*count = n;
 	return cur;
 }
