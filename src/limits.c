@@ -83,6 +83,7 @@ static MemoryContext pass_cxt = NULL;
 static HTAB *pass_keys = NULL;
 static bool pass_active = false;
 static bool call_active = false;	/* a2_claim_next: keys decided once per call */
+static Datum held_array = (Datum) 0;	/* their text[], in pass_cxt; 0: stale */
 static bool pass_denied = false;
 static int64 pass_retry_at = PG_INT64_MAX;
 static bool callback_registered = false;
@@ -168,6 +169,13 @@ static A2Statement log_claims = {
 
 A2_STATEMENT_GROUP(limits, &key_limits, &key_leases, &key_claims, &log_claims);
 
+/* A key of the table now admits nothing more: the held keys' array is stale. */
+static void
+note_held(void)
+{
+	held_array = (Datum) 0;
+}
+
 static void
 limits_xact_callback(XactEvent event, void *arg)
 {
@@ -190,6 +198,7 @@ new_key_table(void)
 		callback_registered = true;
 	}
 	MemoryContextReset(pass_cxt);
+	held_array = (Datum) 0;
 	ctl.keysize = A2_MAX_NAME_BYTES + 1;
 	ctl.entrysize = sizeof(KeyEntry);
 	ctl.hcxt = pass_cxt;
@@ -360,6 +369,8 @@ a2_admit(PG_FUNCTION_ARGS)
 		}
 		PG_END_TRY();
 		SPI_finish();
+		if (entry->limited && entry->budget <= 0)
+			note_held();
 	}
 	if (!entry->limited)
 		PG_RETURN_BOOL(true);
@@ -370,6 +381,8 @@ a2_admit(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 	entry->budget--;
+	if (entry->budget == 0)
+		note_held();			/* spent: the walk leaves the key out from now on */
 	PG_RETURN_BOOL(true);
 }
 
@@ -404,6 +417,8 @@ a2_limits_key_open(const char *key, int64 now_ms, int64 *retry_at)
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
+		if (entry->limited && entry->budget <= 0)
+			note_held();
 	}
 	if (!entry->limited || entry->budget > 0)
 		return true;
@@ -435,15 +450,21 @@ a2_limits_held_keys(void)
 	KeyEntry   *entry;
 	char	  **keys;
 	int			n = 0;
+	MemoryContext old;
 
 	if (!call_active || pass_keys == NULL)
 		return a2_text_array(NULL, 0);
+	if (held_array)
+		return held_array;		/* no key became held since it was built */
+	old = MemoryContextSwitchTo(pass_cxt);
 	keys = palloc(sizeof(char *) * Max(hash_get_num_entries(pass_keys), 1));
 	hash_seq_init(&seq, pass_keys);
 	while ((entry = hash_seq_search(&seq)) != NULL)
 		if (entry->limited && entry->budget <= 0)
 			keys[n++] = entry->key;
-	return a2_text_array(keys, n);
+	held_array = a2_text_array(keys, n);
+	MemoryContextSwitchTo(old);
+	return held_array;
 }
 
 void
