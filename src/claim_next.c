@@ -43,6 +43,12 @@
  *	  into the past -- is offered from its createdAt on, and that time is
  *	  then the retryAt; a2_claim would take it at once.)
  *
+ *	  Limits (0.4.0): the keys' decisions stand for the whole call
+ *	  (limits.c).  A candidate whose event carries a key is tested under
+ *	  its session lock before the claim statement runs; a key that admits
+ *	  nothing more is left out of the rest of the walk (dispatch_walk.c),
+ *	  and its first free time is part of the retryAt.
+ *
  * IDENTIFICATION
  *	  src/claim_next.c
  *
