@@ -43,6 +43,12 @@
  *	  into the past -- is offered from its createdAt on, and that time is
  *	  then the retryAt; a2_claim would take it at once.)
  *
+ *	  Limits (0.4.0): the keys' decisions stand for the whole call
+ *	  (limits.c).  A candidate whose event carries a key is tested under
+ *	  its session lock before the claim statement runs; a key that admits
+ *	  nothing more is left out of the rest of the walk (dispatch_walk.c),
+ *	  and its first free time is part of the retryAt.
+ *
  * IDENTIFICATION
  *	  src/claim_next.c
  *
@@ -128,14 +134,37 @@ served_sessions(void)
 					   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 }
 
-/* dispatch_walk.c's callback: claim one session of the walk. */
-static bool
-walk_try_claim(char *session_id, void *arg)
+/*
+ * dispatch_walk.c's callback: claim one session of the walk.  key: the
+ * concurrency key of the event that made it a candidate.  The key is
+ * tested under the session lock (the order of a2_admit, limits.h); when
+ * it admits nothing more in this call the claim statement is not run and
+ * the walk leaves the key's events out from then on (the session's other
+ * work, if any, is met later in the walk).  Its denial counts in retryAt
+ * as a2_admit's does.
+ */
+static A2WalkAnswer
+walk_try_claim(char *session_id, char *key, void *arg)
 {
 	WalkState  *w = arg;
+	int64		free_at;
 
 	w->claim->session_id = session_id;
-	return claim_candidate(w->claim, w->js);
+	if (key != NULL)
+	{
+		if (!a2_try_lock_session(session_id))
+			return A2_WALK_PASSED;
+		if (!a2_limits_key_open(key, w->claim->now_ms, &free_at))
+		{
+			if (free_at != PG_INT64_MAX)
+			{
+				w->claim->limits_denied = true;
+				w->claim->limits_retry_at = Min(w->claim->limits_retry_at, free_at);
+			}
+			return A2_WALK_HELD;
+		}
+	}
+	return claim_candidate(w->claim, w->js) ? A2_WALK_CLAIMED : A2_WALK_PASSED;
 }
 
 static Jsonb *

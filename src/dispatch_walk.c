@@ -21,9 +21,21 @@
  *	  every session whose best has a lower priority (strict priority:
  *	  lower levels can starve while higher ones have work available).
  *
+ *	  Limits: the walk leaves out the events of every concurrency key
+ *	  this call has found admits nothing more (limits.c keeps the call's
+ *	  decisions): each statement filters them in its index scan, so such
+ *	  an entry costs a heap visit inside the statement, not a probe, a
+ *	  session try-lock and a claim statement of its own.  A key is found
+ *	  held the first time the walk meets it at its limit (the caller
+ *	  decides it under the session lock); heads fetched before that are
+ *	  dropped.  Equivalent to claiming and being denied: the key's
+ *	  decision stands for the whole call.
+ *
  *	  A call for every queue (queues NULL) serves the default queue and
- *	  every queue with entries in a2_events_queue_available (found with one
- *	  probe per queue), less the paused ones.
+ *	  every queue with entries in a2_events_queue_available, less the
+ *	  paused ones: found with one probe per queue, last queue first, each
+ *	  probe ending on the queue's highest priority level (so the cursor
+ *	  needs no probe of its own to find it).
  *
  *	  Locks: none of its own; the caller's try_claim tries the session
  *	  lock (layer.h's order).  Every probe reads the latest committed
@@ -46,6 +58,7 @@
 #include "dispatch_walk.h"
 #include "events.h"
 #include "layer.h"
+#include "limits.h"
 #include "spi_util.h"
 #include "statements.h"
 
@@ -58,11 +71,32 @@
 /* above every priority (A2_MAX_PRIORITY): the probe for the top level */
 #define TOP_LEVEL 32768
 
-#define Q_NEXT_SQL(qcond, prio, now, after_at, after_session) \
-	"SELECT e.session_id, " QKEY " AS available_at FROM @extschema@.a2_events e" \
+/*
+ * The held keys' events are left out by the statement's filter: the index
+ * scan steps over them to the next entry instead of the walk issuing one
+ * probe, one session try-lock and one claim statement for each.
+ */
+#define Q_UNHELD(held) \
+	"   AND (e.concurrency_key IS NULL" \
+	"        OR e.concurrency_key OPERATOR(pg_catalog.<>) ALL (" held "))"
+
+#define Q_NEXT_SQL(qcond, prio, now, after_at, after_session, held) \
+	"SELECT e.session_id, " QKEY " AS available_at, e.concurrency_key" \
+	"  FROM @extschema@.a2_events e" \
 	" WHERE " QPRED " AND " qcond " AND " QPRIO " OPERATOR(pg_catalog.=) " prio \
 	"   AND " QKEY " OPERATOR(pg_catalog.<=) " now \
 	"   AND (" QKEY ", e.session_id) OPERATOR(pg_catalog.>) (" after_at ", " after_session ")" \
+	Q_UNHELD(held) \
+	" ORDER BY " QKEY ", e.session_id LIMIT 1"
+
+/* the default queue's level 0: the layer's walk of a2_events_default_available, with the filter */
+#define P_NEXT_SQL \
+	"SELECT e.session_id, " QKEY " AS available_at, e.concurrency_key" \
+	"  FROM @extschema@.a2_events e" \
+	" WHERE " A2_AVAILABLE_PRED A2_AVAILABLE_PLAIN \
+	"   AND " QKEY " OPERATOR(pg_catalog.<=) $1" \
+	"   AND (" QKEY ", e.session_id) OPERATOR(pg_catalog.>) ($2, $3)" \
+	Q_UNHELD("$4") \
 	" ORDER BY " QKEY ", e.session_id LIMIT 1"
 
 #define Q_LEVEL_SQL(qcond, below) \
@@ -76,23 +110,40 @@
 	"   AND " QKEY " OPERATOR(pg_catalog.>) " now \
 	" ORDER BY " QKEY " LIMIT 1"
 
+enum
+{
+	NEXT_SESSION_ID = 1,
+	NEXT_AVAILABLE_AT,
+	NEXT_CONCURRENCY_KEY
+};
+
 static A2Statement named_next = {
 	.name = "dispatch_walk.named_next",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_NEXT_SQL(Q_NAMED, "$2", "$3", "$4", "$5"))},
-	.nparams = 5,
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_NEXT_SQL(Q_NAMED, "$2", "$3", "$4", "$5", "$6"))},
+	.nparams = 6,
 	.params = {A2_PARAM("queue", TEXTOID), A2_PARAM("priority", INT4OID),
 		A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),
-	A2_PARAM("after_session_id", TEXTOID)},
-	.columns = A2_COLUMNS("session_id", "available_at")
+	A2_PARAM("after_session_id", TEXTOID), A2_PARAM("held_keys", TEXTARRAYOID)},
+	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
 };
 
 static A2Statement default_next = {
 	.name = "dispatch_walk.default_next",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_NEXT_SQL(Q_DEFAULT, "$1", "$2", "$3", "$4"))},
-	.nparams = 4,
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_NEXT_SQL(Q_DEFAULT, "$1", "$2", "$3", "$4", "$5"))},
+	.nparams = 5,
 	.params = {A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID),
-		A2_PARAM("after_available_at", INT8OID), A2_PARAM("after_session_id", TEXTOID)},
-	.columns = A2_COLUMNS("session_id", "available_at")
+		A2_PARAM("after_available_at", INT8OID), A2_PARAM("after_session_id", TEXTOID),
+	A2_PARAM("held_keys", TEXTARRAYOID)},
+	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
+};
+
+static A2Statement plain_next = {
+	.name = "dispatch_walk.plain_next",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, P_NEXT_SQL)},
+	.nparams = 4,
+	.params = {A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),
+		A2_PARAM("after_session_id", TEXTOID), A2_PARAM("held_keys", TEXTARRAYOID)},
+	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
 };
 
 static A2Statement named_level = {
@@ -138,15 +189,34 @@ static A2Statement any_retry = {
 	.columns = A2_COLUMNS("available_at")
 };
 
-/* the next named queue with entries after $1 (a loose index scan) */
-static A2Statement next_queue = {
-	.name = "dispatch_walk.next_queue",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
-					  "SELECT e.queue FROM @extschema@.a2_events e"
-					  " WHERE " QPRED " AND e.queue OPERATOR(pg_catalog.>) $1"
-					  " ORDER BY e.queue LIMIT 1")},
-	.nparams = 1, .params = {A2_PARAM("after_queue", TEXTOID)},
-	.columns = A2_COLUMNS("queue")
+/*
+ * The named queues with entries, last first (a loose index scan read
+ * backwards): each probe ends on the queue's last entry, so it also gives
+ * the queue's highest priority level, the level its cursor starts at.
+ */
+#define PREV_QUEUE_SQL(bound) \
+	"SELECT e.queue, " QPRIO " AS priority FROM @extschema@.a2_events e" \
+	" WHERE " QPRED " AND " bound \
+	" ORDER BY e.queue DESC, " QPRIO " DESC LIMIT 1"
+
+enum
+{
+	PREV_QUEUE_QUEUE = 1,
+	PREV_QUEUE_PRIORITY
+};
+
+static A2Statement last_queue = {
+	.name = "dispatch_walk.last_queue",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, PREV_QUEUE_SQL("e.queue IS NOT NULL"))},
+	.nparams = 0,
+	.columns = A2_COLUMNS("queue", "priority")
+};
+
+static A2Statement prev_queue = {
+	.name = "dispatch_walk.prev_queue",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, PREV_QUEUE_SQL("e.queue OPERATOR(pg_catalog.<) $1"))},
+	.nparams = 1, .params = {A2_PARAM("before_queue", TEXTOID)},
+	.columns = A2_COLUMNS("queue", "priority")
 };
 
 static A2Statement paused_queues = {
@@ -159,9 +229,9 @@ static A2Statement paused_queues = {
 	.columns = A2_COLUMNS("queues")
 };
 
-A2_STATEMENT_GROUP(dispatch_walk, &named_next, &default_next, &named_level,
+A2_STATEMENT_GROUP(dispatch_walk, &named_next, &default_next, &plain_next, &named_level,
 				   &default_level, &named_retry, &default_retry, &any_retry,
-				   &next_queue, &paused_queues);
+				   &last_queue, &prev_queue, &paused_queues);
 
 /* ---- arguments --------------------------------------------------------- */
 
@@ -240,6 +310,8 @@ typedef struct Cursor
 	bool		has_head;
 	int64		head_at;
 	char	   *head_session;
+	char	   *head_key;		/* the head event's concurrency key, or NULL */
+	bool		started;		/* level found by the queue discovery */
 } Cursor;
 
 /* The highest level of the queue's non-plain entries below `below`. */
@@ -302,39 +374,44 @@ fetch_head(Cursor *c, int64 now_ms)
 		A2Args		a;
 		bool		found;
 
+		Datum		held = a2_limits_held_keys();
+
 		if (c->plain)
-			found = a2_layer()->next_available(now_ms, &c->after_at, &c->after_session);
+		{
+			a2_args_init(&a, &plain_next);
+			a2_bind_int8(&a, 1, now_ms);
+			a2_bind_int8(&a, 2, c->after_at);
+			a2_bind_text(&a, 3, c->after_session);
+			a2_bind(&a, 4, TEXTARRAYOID, held);
+		}
+		else if (c->queue)
+		{
+			a2_args_init(&a, &named_next);
+			a2_bind_text(&a, 1, c->queue);
+			a2_bind_int4(&a, 2, c->level);
+			a2_bind_int8(&a, 3, now_ms);
+			a2_bind_int8(&a, 4, c->after_at);
+			a2_bind_text(&a, 5, c->after_session);
+			a2_bind(&a, 6, TEXTARRAYOID, held);
+		}
 		else
 		{
-			if (c->queue)
-			{
-				a2_args_init(&a, &named_next);
-				a2_bind_text(&a, 1, c->queue);
-				a2_bind_int4(&a, 2, c->level);
-				a2_bind_int8(&a, 3, now_ms);
-				a2_bind_int8(&a, 4, c->after_at);
-				a2_bind_text(&a, 5, c->after_session);
-			}
-			else
-			{
-				a2_args_init(&a, &default_next);
-				a2_bind_int4(&a, 1, c->level);
-				a2_bind_int8(&a, 2, now_ms);
-				a2_bind_int8(&a, 3, c->after_at);
-				a2_bind_text(&a, 4, c->after_session);
-			}
-			found = a2_exec_latest(&a, SPI_OK_SELECT) > 0;
-			if (found)
-			{
-				c->after_session = a2_col_text(0, 1);
-				c->after_at = a2_col_int64(0, 2);
-			}
+			a2_args_init(&a, &default_next);
+			a2_bind_int4(&a, 1, c->level);
+			a2_bind_int8(&a, 2, now_ms);
+			a2_bind_int8(&a, 3, c->after_at);
+			a2_bind_text(&a, 4, c->after_session);
+			a2_bind(&a, 5, TEXTARRAYOID, held);
 		}
+		found = a2_exec_latest(&a, SPI_OK_SELECT) > 0;
 		if (found)
 		{
+			c->after_session = a2_col_text(0, NEXT_SESSION_ID);
+			c->after_at = a2_col_int64(0, NEXT_AVAILABLE_AT);
 			c->has_head = true;
 			c->head_at = c->after_at;
 			c->head_session = c->after_session;
+			c->head_key = a2_col_text(0, NEXT_CONCURRENCY_KEY);
 		}
 		else
 			next_level(c, false);
@@ -404,7 +481,7 @@ served_cursors(Datum queues, Datum paused, int *count)
 	else
 	{
 		int			cap = 8;
-		char	   *after = "";
+		char	   *before = NULL;
 
 		cur = palloc0(sizeof(Cursor) * cap);
 		if (!in_array("default", paused))
@@ -412,13 +489,20 @@ served_cursors(Datum queues, Datum paused, int *count)
 		for (;;)
 		{
 			A2Args		a;
+			char	   *q;
+			bool		isnull;
 
-			a2_args_init(&a, &next_queue);
-			a2_bind_text(&a, 1, after);
+			if (before == NULL)
+				a2_args_init(&a, &last_queue);
+			else
+			{
+				a2_args_init(&a, &prev_queue);
+				a2_bind_text(&a, 1, before);
+			}
 			if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
 				break;
-			after = a2_col_text(0, 1);
-			if (in_array(after, paused))
+			q = before = a2_col_text(0, PREV_QUEUE_QUEUE);
+			if (in_array(q, paused))
 				continue;
 			if (n == cap)
 			{
@@ -426,11 +510,17 @@ served_cursors(Datum queues, Datum paused, int *count)
 				cur = repalloc(cur, sizeof(Cursor) * cap);
 			}
 			memset(&cur[n], 0, sizeof(Cursor));
-			cur[n++].queue = after;
+			cur[n].queue = q;
+			/* the probe found its top level: the cursor starts there */
+			cur[n].level = DatumGetInt32(a2_col(0, PREV_QUEUE_PRIORITY, &isnull));
+			cur[n].after_at = PG_INT64_MIN;
+			cur[n].after_session = "";
+			cur[n++].started = true;
 		}
 	}
 	for (int i = 0; i < n; i++)
-		next_level(&cur[i], true);
+		if (!cur[i].started)
+			next_level(&cur[i], true);
 	*count = n;
 	return cur;
 }
@@ -522,11 +612,29 @@ a2_dispatch_walk(Datum queues, Datum paused, int64 now_ms, int max_sessions,
 		if (best == NULL)
 			break;
 		best->has_head = false;
+
+		/*
+		 * A head fetched before its key was found held: left, as the
+		 * filter leaves the key's other events.  The session is not
+		 * marked offered: its other work may come later in the walk.
+		 */
+		if (best->head_key && a2_limits_key_held(best->head_key))
+			continue;
 		(void) hash_search(served, best->head_session, HASH_ENTER, &seen);
 		if (seen)
 			continue;
-		if (try_claim(best->head_session, arg))
-			claimed++;
+		switch (try_claim(best->head_session, best->head_key, arg))
+		{
+			case A2_WALK_CLAIMED:
+				claimed++;
+				break;
+			case A2_WALK_HELD:
+				/* the head's key is held: the session's other work may come later */
+				(void) hash_search(served, best->head_session, HASH_REMOVE, NULL);
+				break;
+			case A2_WALK_PASSED:
+				break;
+		}
 	}
 	hash_destroy(served);
 

@@ -35,12 +35,24 @@ extern bool a2_dispatch_walk_enabled(void);
  * a2_claim_next's walk over the queues served (queues: a text[] Datum, 0
  * for every queue not paused), highest priority first, then oldest
  * available first.  For each candidate session it calls
- * try_claim(session_id, arg), which returns whether it claimed; stops
- * after max_sessions claims.  Each session is offered at most once.
- * *retry_at: the first available-since time after now among the queues
- * served (false: none).
+ * try_claim(session_id, key, arg), key being the concurrency key (or
+ * NULL) of the event that made the session a candidate; stops after
+ * max_sessions claims.  A2_WALK_HELD: the session was not claimed because
+ * that key admits nothing more in this call (limits.c); from then on the
+ * walk leaves out the key's events without visiting their sessions, and
+ * the session may be offered again for its other work.  Otherwise each
+ * session is offered at most once.  Must be called between
+ * a2_limits_call_begin() and a2_limits_call_end().  *retry_at: the first
+ * available-since time after now among the queues served (false: none).
  */
-typedef bool (*A2TryClaim) (char *session_id, void *arg);
+typedef enum A2WalkAnswer
+{
+	A2_WALK_PASSED,				/* not claimed (locked elsewhere, or nothing eligible) */
+	A2_WALK_CLAIMED,
+	A2_WALK_HELD				/* not claimed: the key admits nothing more */
+} A2WalkAnswer;
+
+typedef A2WalkAnswer (*A2TryClaim) (char *session_id, char *key, void *arg);
 
 extern void a2_dispatch_walk(Datum queues, Datum paused, int64 now_ms,
 							 int max_sessions, A2TryClaim try_claim, void *arg,

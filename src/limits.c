@@ -31,6 +31,12 @@
  *	  budget, never exceeds it.  Rate-log rows are written after the
  *	  statement for the events it did claim (a2_limits_note_claims).
  *
+ *	  Within an a2_claim_next call the decisions carry over from pass to
+ *	  pass, and the walk asks for a head's key before the claim statement
+ *	  (a2_limits_key_open, under that session's lock): a key found to
+ *	  admit nothing more is left out of the rest of the walk
+ *	  (a2_limits_held_keys), so its held-back work costs no claim attempt.
+ *
  *	  Lock order: the session lock (taken by the claim before its
  *	  statement), then a key's try-lock (a two-key advisory lock in class
  *	  A2_KEY_LOCK_CLASS, never waited for), then event rows in index order.
@@ -77,6 +83,7 @@ static MemoryContext pass_cxt = NULL;
 static HTAB *pass_keys = NULL;
 static bool pass_active = false;
 static bool call_active = false;	/* a2_claim_next: keys decided once per call */
+static Datum held_array = (Datum) 0;	/* their text[], in pass_cxt; 0: stale */
 static bool pass_denied = false;
 static int64 pass_retry_at = PG_INT64_MAX;
 static bool callback_registered = false;
@@ -162,6 +169,13 @@ static A2Statement log_claims = {
 
 A2_STATEMENT_GROUP(limits, &key_limits, &key_leases, &key_claims, &log_claims);
 
+/* A key of the table now admits nothing more: the held keys' array is stale. */
+static void
+note_held(void)
+{
+	held_array = (Datum) 0;
+}
+
 static void
 limits_xact_callback(XactEvent event, void *arg)
 {
@@ -169,8 +183,9 @@ limits_xact_callback(XactEvent event, void *arg)
 	call_active = false;
 }
 
-void
-a2_limits_pass_begin(void)
+/* A fresh table of keys (the previous one's memory is freed). */
+static void
+new_key_table(void)
 {
 	HASHCTL		ctl;
 
@@ -182,6 +197,18 @@ a2_limits_pass_begin(void)
 		RegisterXactCallback(limits_xact_callback, NULL);
 		callback_registered = true;
 	}
+	MemoryContextReset(pass_cxt);
+	held_array = (Datum) 0;
+	ctl.keysize = A2_MAX_NAME_BYTES + 1;
+	ctl.entrysize = sizeof(KeyEntry);
+	ctl.hcxt = pass_cxt;
+	pass_keys = hash_create("a2 limits keys", 8, &ctl,
+							HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+}
+
+void
+a2_limits_pass_begin(void)
+{
 	/*
 	 * Within one a2_claim_next call the keys' decisions carry over from
 	 * pass to pass: this transaction holds the lock of every key it decided
@@ -191,14 +218,7 @@ a2_limits_pass_begin(void)
 	 * call sees: conservative.
 	 */
 	if (!call_active || pass_keys == NULL)
-	{
-		MemoryContextReset(pass_cxt);
-		ctl.keysize = A2_MAX_NAME_BYTES + 1;
-		ctl.entrysize = sizeof(KeyEntry);
-		ctl.hcxt = pass_cxt;
-		pass_keys = hash_create("a2 limits keys", 8, &ctl,
-								HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	}
+		new_key_table();
 	pass_active = true;
 	pass_denied = false;
 	pass_retry_at = PG_INT64_MAX;
@@ -208,7 +228,7 @@ void
 a2_limits_call_begin(void)
 {
 	call_active = false;
-	pass_keys = NULL;			/* the next pass starts a fresh table */
+	new_key_table();			/* the call's passes and walk share it */
 	call_active = true;
 }
 
@@ -349,6 +369,8 @@ a2_admit(PG_FUNCTION_ARGS)
 		}
 		PG_END_TRY();
 		SPI_finish();
+		if (entry->limited && entry->budget <= 0)
+			note_held();
 	}
 	if (!entry->limited)
 		PG_RETURN_BOOL(true);
@@ -359,7 +381,90 @@ a2_admit(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 	entry->budget--;
+	if (entry->budget == 0)
+		note_held();			/* spent: the walk leaves the key out from now on */
 	PG_RETURN_BOOL(true);
+}
+
+/*
+ * The walk's test of a head's key (a2_claim_next, with the head's session
+ * lock held, so the lock order is a2_admit's): decide the key as a2_admit
+ * would the first time the call meets it, and answer whether it admits
+ * one more event, without spending budget.  False: *retry_at is when it
+ * may admit again (PG_INT64_MAX when the call's own claims spent the
+ * budget: their leases are in the walk's retryAt).
+ */
+bool
+a2_limits_key_open(const char *key, int64 now_ms, int64 *retry_at)
+{
+	KeyEntry   *entry;
+	bool		found;
+
+	Assert(call_active);
+	*retry_at = PG_INT64_MAX;
+	if (strlen(key) > A2_MAX_NAME_BYTES)
+		return true;			/* a2_admit's answer: false for its events */
+	entry = hash_search(pass_keys, key, HASH_ENTER, &found);
+	if (!found)
+	{
+		PG_TRY();
+		{
+			decide(entry, key, now_ms);
+		}
+		PG_CATCH();
+		{
+			(void) hash_search(pass_keys, key, HASH_REMOVE, NULL);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		if (entry->limited && entry->budget <= 0)
+			note_held();
+	}
+	if (!entry->limited || entry->budget > 0)
+		return true;
+	*retry_at = entry->retry_at;
+	return false;
+}
+
+/* Whether the call has found this key admits nothing more (no query). */
+bool
+a2_limits_key_held(const char *key)
+{
+	KeyEntry   *entry;
+
+	if (!call_active || pass_keys == NULL || strlen(key) > A2_MAX_NAME_BYTES)
+		return false;
+	entry = hash_search(pass_keys, key, HASH_FIND, NULL);
+	return entry != NULL && entry->limited && entry->budget <= 0;
+}
+
+/*
+ * The keys this call has found admit nothing more, as text[] for the
+ * walk's statements: their events are left out of the walk for the rest
+ * of the call (none of them would be claimed in it).
+ */
+Datum
+a2_limits_held_keys(void)
+{
+	HASH_SEQ_STATUS seq;
+	KeyEntry   *entry;
+	char	  **keys;
+	int			n = 0;
+	MemoryContext old;
+
+	if (!call_active || pass_keys == NULL)
+		return a2_text_array(NULL, 0);
+	if (held_array)
+		return held_array;		/* no key became held since it was built */
+	old = MemoryContextSwitchTo(pass_cxt);
+	keys = palloc(sizeof(char *) * Max(hash_get_num_entries(pass_keys), 1));
+	hash_seq_init(&seq, pass_keys);
+	while ((entry = hash_seq_search(&seq)) != NULL)
+		if (entry->limited && entry->budget <= 0)
+			keys[n++] = entry->key;
+	held_array = a2_text_array(keys, n);
+	MemoryContextSwitchTo(old);
+	return held_array;
 }
 
 void

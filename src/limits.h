@@ -24,6 +24,19 @@ extern void a2_limits_call_begin(void);
 extern void a2_limits_call_end(void);
 
 /*
+ * Within a call: decide the key now if the call has not (the caller holds
+ * the session lock of the event that carries it) and answer whether it
+ * admits one more event; false with *retry_at, when it may admit again.
+ */
+extern bool a2_limits_key_open(const char *key, int64 now_ms, int64 *retry_at);
+
+/* Within a call: whether the key was found to admit nothing more. */
+extern bool a2_limits_key_held(const char *key);
+
+/* Within a call: those keys as text[] (empty outside a call). */
+extern Datum a2_limits_held_keys(void);
+
+/*
  * End the pass; *denied: an event was skipped for a limit, *retry_at: the
  * earliest time a denied key may admit again (PG_INT64_MAX: none).
  */
