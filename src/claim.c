@@ -155,8 +155,11 @@ static A2Statement next_expiry = {
 
 /*
  * The session's low-water probe (lowwater.h): the anchor, a hash of the
- * session's lowest event (index, created_at, event id), which tells one
- * incarnation of the session from another, and the least index of an
+ * session's lowest event row (index, xmin, event id), which tells one
+ * incarnation of the session from another (a row deleted and appended
+ * again, even with the same id and a2.now, has another xmin; a processed
+ * row is never updated again, so the anchor of a session whose lowest
+ * event is processed stays put), and the least index of an
  * unprocessed event at or above $2, the mark known so far.  Both are
  * index probes: the first of the primary key, the second of
  * a2_events_unprocessed from the mark on, so it passes over the dead
@@ -173,7 +176,7 @@ static A2Statement low_water = {
 	.name = "claim.low_water",
 	.texts = {
 		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1,
-				"SELECT (SELECT pg_catalog.hashtextextended(pg_catalog.concat_ws('/', f.idx, f.created_at, f.event_id), 0)"
+				"SELECT (SELECT pg_catalog.hashtextextended(pg_catalog.concat_ws('/', f.idx, f.xmin, f.event_id), 0)"
 				"          FROM @extschema@.a2_events f WHERE f.session_id OPERATOR(pg_catalog.=) $1"
 				"         ORDER BY f.idx LIMIT 1) AS anchor,"
 				"       (SELECT u.idx FROM @extschema@.a2_events u"

@@ -22,9 +22,10 @@
  *	  anchor: TRUNCATE, VACUUM FULL or a restore give a2_events a new
  *	  relfilenode (new keys); DROP EXTENSION a new OID and relfilenode; a
  *	  session whose rows were deleted and that started again, which a2
- *	  never does but a writer that ignores a2_retired_sessions might, has
- *	  another lowest event (its index, created_at and event id make the
- *	  anchor), so its mark is ignored and replaced.
+ *	  never does but a writer that ignores a2_retired_sessions might (or a
+ *	  test that appends the same ids at the same a2.now again), has a
+ *	  lowest event row with another xmin (its index, xmin and event id
+ *	  make the anchor), so its mark is ignored and replaced.
  *
  *	  Locking: the shared table is guarded by one LWLock, taken alone
  *	  (shared to read a slot, exclusive to write one) for a few
