@@ -293,7 +293,12 @@ a2_claim_session(A2ClaimArgs *args, bool skip_locked)
 	else
 		a2_bind_null(&a, 6);
 	a2_bind(&a, 7, TEXTARRAYOID, args->paused);
-	a2_bind_int8(&a, 8, claim_low_water(args->session_id));
+	/*
+	 * a2_claim_next's claim of a session (skip_locked) takes no mark: its
+	 * cost is its walk, its sessions are mostly a pending event or two, and
+	 * the probe would add two row fetches to every claim it makes.
+	 */
+	a2_bind_int8(&a, 8, skip_locked ? 1 : claim_low_water(args->session_id));
 	a2_limits_pass_begin();
 	PG_TRY();
 	{
