@@ -27,6 +27,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "utils/array.h"
@@ -41,6 +42,7 @@
 #include "dispatch_walk.h"
 #include "json_out.h"
 #include "limits.h"
+#include "lowwater.h"
 #include "spi_util.h"
 #include "statements.h"
 #include "validate.h"
@@ -57,8 +59,8 @@ PG_FUNCTION_INFO_V1(a2_claim);
 #define CLAIM_ELIGIBLE_SQL_X(lock_clause, due, dispatch, columns) \
 	"WITH eligible AS MATERIALIZED (" \
 	"  SELECT e.idx FROM @extschema@.a2_events e" \
-	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.processed_at IS NULL" \
-	"     AND e.failed_at IS NULL AND e.lane_ready" \
+	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.>=) $8" \
+	"     AND e.processed_at IS NULL AND e.failed_at IS NULL AND e.lane_ready" \
 	"     AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $2)" \
 	due \
 	"     AND e.idx OPERATOR(pg_catalog.<>) ALL ($5)" \
@@ -90,11 +92,11 @@ PG_FUNCTION_INFO_V1(a2_claim);
 	"     AND (e.concurrency_key IS NULL OR @extschema@.a2_admit(e.concurrency_key, $2))"
 
 #define CLAIM_PARAMS \
-	.nparams = 7, .params = { \
+	.nparams = 8, .params = { \
 		A2_PARAM("session_id", TEXTOID), A2_PARAM("now", INT8OID), \
 		A2_PARAM("holder", TEXTOID), A2_PARAM("expires_at", INT8OID), \
 		A2_PARAM("exclude_indexes", INT8ARRAYOID), A2_PARAM("queues", TEXTARRAYOID), \
-		A2_PARAM("paused_queues", TEXTARRAYOID)}, \
+		A2_PARAM("paused_queues", TEXTARRAYOID), A2_PARAM("low_water", INT8OID)}, \
 	.session_param = 1, .columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES)
 
 static A2Statement claim_eligible = {
@@ -151,7 +153,117 @@ static A2Statement next_expiry = {
 	.session_param = 1, .columns = A2_COLUMNS("retry_at")
 };
 
-A2_STATEMENT_GROUP(claim, &claim_eligible, &claim_eligible_skip_locked, &next_expiry);
+/*
+ * The session's low-water probe (lowwater.h): the anchor, a hash of the
+ * session's lowest event row (index, xmin, event id), which tells one
+ * incarnation of the session from another (a row deleted and appended
+ * again, even with the same id and a2.now, has another xmin; a processed
+ * row is never updated again, so the anchor of a session whose lowest
+ * event is processed stays put), and the least index of an
+ * unprocessed event at or above $2, the mark known so far.  Both are
+ * index probes: the first of the primary key, the second of
+ * a2_events_unprocessed from the mark on, so it passes over the dead
+ * entries of the events processed since the mark was taken, not of the
+ * whole session.  One server only: distributed mode keeps no marks.
+ */
+enum
+{
+	LOW_WATER_ANCHOR = 1,
+	LOW_WATER_FIRST_UNPROCESSED
+};
+
+static A2Statement low_water = {
+	.name = "claim.low_water",
+	.texts = {
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_1,
+				"SELECT (SELECT pg_catalog.hashtextextended(pg_catalog.concat_ws('/', f.idx, f.xmin, f.event_id), 0)"
+				"          FROM @extschema@.a2_events f WHERE f.session_id OPERATOR(pg_catalog.=) $1"
+				"         ORDER BY f.idx LIMIT 1) AS anchor,"
+				"       (SELECT u.idx FROM @extschema@.a2_events u"
+				"         WHERE u.session_id OPERATOR(pg_catalog.=) $1 AND u.processed_at IS NULL"
+				"           AND u.idx OPERATOR(pg_catalog.>=) $2"
+				"         ORDER BY u.idx LIMIT 1) AS first_unprocessed"),
+	},
+	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("low_water", INT8OID)},
+	.columns = A2_COLUMNS("anchor", "first_unprocessed")
+};
+
+A2_STATEMENT_GROUP(claim, &claim_eligible, &claim_eligible_skip_locked, &next_expiry, &low_water);
+
+/* Run the probe from `from`; false when the session has no events. */
+static bool
+probe_low_water(const char *session_id, int64 from, uint64 *anchor,
+				int64 *first, bool *have_first)
+{
+	A2Args		a;
+	bool		isnull;
+	Datum		d;
+
+	a2_args_init(&a, &low_water);
+	a2_bind_text(&a, 1, session_id);
+	a2_bind_int8(&a, 2, from);
+	a2_exec_latest(&a, SPI_OK_SELECT);
+	d = a2_col(0, LOW_WATER_ANCHOR, &isnull);
+	if (isnull)
+		return false;
+	*anchor = (uint64) DatumGetInt64(d);
+	d = a2_col(0, LOW_WATER_FIRST_UNPROCESSED, &isnull);
+	*have_first = !isnull;
+	*first = isnull ? 0 : DatumGetInt64(d);
+	return true;
+}
+
+/*
+ * The index the claim's scan of the session starts at: every event below
+ * it is processed (docs/internals.md, "Claim low-water marks").  Under a
+ * long-held snapshot elsewhere the claim's index, a2_events_dispatch_ready,
+ * keeps an entry for every version of every event that was ever
+ * claimable, none of which a scan may remove, and the claim would visit
+ * them all from the session's first index on.
+ *
+ * The mark known for the session (lowwater.c) is checked against the
+ * session's current anchor, then the probe moves it up to the first
+ * unprocessed event.  The new mark is recorded only by a transaction that
+ * has no transaction id yet: its snapshot then shows committed changes
+ * only, and processed is final, so the mark can never be too high for a
+ * later transaction; a transaction that has completed events itself may
+ * still roll them back (it uses the mark for this claim only, where its
+ * own view is the right one).  The caller holds the session lock, so no
+ * append, completion or drop of the session runs between the probe and
+ * the claim.
+ */
+static int64
+claim_low_water(const char *session_id)
+{
+	int64		mark = 1;
+	uint64		anchor = 0;
+	uint64		now_anchor;
+	int64		first;
+	bool		have_first;
+	bool		known;
+
+	if (!a2_low_water_enabled())
+		return 1;
+	known = a2_low_water_get(session_id, &mark, &anchor);
+	if (!known)
+		mark = 1;
+	if (!probe_low_water(session_id, mark, &now_anchor, &first, &have_first))
+		return 1;				/* no events: nothing to claim */
+	if (known && now_anchor != anchor)
+	{
+		/* another incarnation of the session: its mark says nothing */
+		known = false;
+		mark = 1;
+		if (!probe_low_water(session_id, mark, &now_anchor, &first, &have_first))
+			return 1;
+	}
+	if (!have_first)
+		return mark;			/* nothing unprocessed from the mark on */
+	if ((!known || first > mark) &&
+		!TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		a2_low_water_set(session_id, first, now_anchor);
+	return first;
+}
 
 void
 a2_claim_args_init_dispatch(A2ClaimArgs *args)
@@ -181,6 +293,12 @@ a2_claim_session(A2ClaimArgs *args, bool skip_locked)
 	else
 		a2_bind_null(&a, 6);
 	a2_bind(&a, 7, TEXTARRAYOID, args->paused);
+	/*
+	 * a2_claim_next's claim of a session (skip_locked) takes no mark: its
+	 * cost is its walk, its sessions are mostly a pending event or two, and
+	 * the probe would add two row fetches to every claim it makes.
+	 */
+	a2_bind_int8(&a, 8, skip_locked ? 1 : claim_low_water(args->session_id));
 	a2_limits_pass_begin();
 	PG_TRY();
 	{

@@ -36,7 +36,8 @@ extern void a2_claim_args_init_dispatch(A2ClaimArgs *args);
  * Claim every eligible event of args->session_id (docs/semantics.md, "Work: claims, leases and attempts"):
  * unprocessed, not dead-lettered, lane-ready, lease absent or expired at
  * now_ms, not excluded.  With skip_locked, rows another transaction has
- * locked are passed over instead of waited for.  Runs inside SPI; leaves
+ * locked are passed over instead of waited for.  Without it (a2_claim)
+ * the scan starts at the session's low-water mark (lowwater.h).  Runs inside SPI; leaves
  * the claimed rows (A2_EVENT_COLUMNS, by index) in SPI_tuptable and
  * returns their number.
  */

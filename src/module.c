@@ -21,6 +21,7 @@
 #include "a2.h"
 #include "clock.h"
 #include "extension.h"
+#include "lowwater.h"
 #include "notifier.h"
 #include "notify.h"
 #include "scheduler.h"
@@ -39,6 +40,7 @@ _PG_init(void)
 	a2_scheduler_init();
 	a2_extension_init();
 	a2_statements_init();
+	a2_low_water_init();
 	/* after every a2.* setting is defined, so none of their placeholders is lost */
 	MarkGUCPrefixReserved("a2");
 }

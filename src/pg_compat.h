@@ -138,6 +138,39 @@ a2_push_jsonb_value(a2_jsonb_builder *js, JsonbIteratorToken seq,
 #endif
 
 /*
+ * The planner hooks statements.c installs (its "Plans as for a table in
+ * use"): 19 gave planner_hook and standard_planner an ExplainState
+ * argument, and replaced get_relation_info_hook by build_simple_rel_hook,
+ * called at the end of build_simple_rel() once get_relation_info() has
+ * filled in the relation's size and indexes.  A2_PLANNER_PARAMS declares a
+ * planner hook's parameters, A2_PLANNER_ARGS passes them on;
+ * A2_REL_HOOK_PARAMS declares the relation hook's, which reaches the
+ * RelOptInfo as `rel` and the relation's OID as A2_REL_HOOK_OID (InvalidOid
+ * for anything but a plain table that is not an inheritance parent).
+ */
+#if PG_VERSION_NUM >= 190000
+#define A2_PLANNER_PARAMS Query *parse, const char *query_string, \
+	int cursorOptions, ParamListInfo boundParams, ExplainState *es
+#define A2_PLANNER_ARGS parse, query_string, cursorOptions, boundParams, es
+#define a2_rel_hook build_simple_rel_hook
+#define a2_rel_hook_type build_simple_rel_hook_type
+#define A2_REL_HOOK_PARAMS PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte
+#define A2_REL_HOOK_ARGS root, rel, rte
+#define A2_REL_HOOK_OID \
+	(rel->rtekind == RTE_RELATION && !rte->inh ? rte->relid : InvalidOid)
+#else
+#define A2_PLANNER_PARAMS Query *parse, const char *query_string, \
+	int cursorOptions, ParamListInfo boundParams
+#define A2_PLANNER_ARGS parse, query_string, cursorOptions, boundParams
+#define a2_rel_hook get_relation_info_hook
+#define a2_rel_hook_type get_relation_info_hook_type
+#define A2_REL_HOOK_PARAMS PlannerInfo *root, Oid relationObjectId, \
+	bool inhparent, RelOptInfo *rel
+#define A2_REL_HOOK_ARGS root, relationObjectId, inhparent, rel
+#define A2_REL_HOOK_OID (inhparent ? InvalidOid : relationObjectId)
+#endif
+
+/*
  * The module's magic block: from 18 on it also names the library and its
  * version (pg_get_loaded_modules()).  A2_VERSION comes from a2.control
  * through the Makefile.
