@@ -12,6 +12,9 @@
 #   schema     every node has the same a2 indexes and functions
 #   protocol   the whole protocol on a session on each worker, autocommit
 #              and in transactions with the caller's own rows (protocol.sql)
+#   features   0.4.0's single-node features refused with 0A000, nothing
+#              written; cancel, metrics and list_sessions across shards
+#              (features.sql)
 #   routing    each delegated call is one task on its shard's node (EXPLAIN);
 #              each coordinator-run call talks to that node only, with no
 #              two-phase commit (citus.log_remote_commands)
@@ -119,6 +122,14 @@ if q -f "$here/protocol.sql" >"$work/protocol.out" 2>&1; then
 else
 	cat "$work/protocol.out"
 	fail "protocol"
+fi
+
+# --- 0.4.0's features: refused (0A000, nothing written) or working ----------
+if q -f "$here/features.sql" >"$work/features.out" 2>&1; then
+	pass "features: queues, priorities, keys, waits, limits and schedules refused with 0A000, nothing written, their tables left local; cancel, metrics and list_sessions across shards"
+else
+	cat "$work/features.out"
+	fail "features (test/citus/features.sql)"
 fi
 
 only=" ${A2_CITUS_ONLY:-checks grants restart moves} "

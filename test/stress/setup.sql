@@ -176,8 +176,9 @@ BEGIN
 	END IF;
 	-- about one unsettled event in twelve waits (docs/semantics.md, "Waits")
 	-- for a 'plain' or 'child' event of its session, mostly with a timeout
-	-- of up to 3 s, sometimes without one
-	IF ev->'settled' IS NULL AND random() < 0.08 THEN
+	-- of up to 3 s, sometimes without one; never in distributed mode, which
+	-- refuses waits (test/citus runs this driver)
+	IF ev->'settled' IS NULL AND random() < 0.08 AND NOT a2_is_distributed() THEN
 		ev := ev || jsonb_build_object('waitFor',
 			jsonb_build_object('types', jsonb_build_array(CASE WHEN random() < 0.5 THEN 'plain' ELSE 'child' END))
 			|| CASE WHEN random() < 0.85 THEN jsonb_build_object('timeoutMs', floor(random() * 3000)::integer)

@@ -13,8 +13,9 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-	-- Every extension table and how it is distributed; the first table of
-	-- a group anchors the colocation group.  A new table is one line here.
+	-- Every extension table and how it is distributed ('local': not at
+	-- all); the first table of a group anchors the colocation group.  A new
+	-- table is one line here.
 	tables CONSTANT text[][] := ARRAY[
 		['a2_events',              'session_id'],
 		['a2_snapshots',           'session_id'],
@@ -24,7 +25,14 @@ DECLARE
 		['a2_retired_sessions',    'session_id'],
 		['a2_presence',            'ns'],
 		['a2_presence_tombstones', 'ns'],
-		['a2_presence_locks',      'ns']];
+		['a2_presence_locks',      'ns'],
+		-- on the coordinator only, never distributed: the features they
+		-- serve are refused in distributed mode (docs/distributed.md,
+		-- "Queues, priorities, limits, schedules and waits"), so they stay empty
+		['a2_queues',              'local'],
+		['a2_limits',              'local'],
+		['a2_rate_claims',         'local'],
+		['a2_schedules',           'local']];
 	-- Index changes, run on every node (the extension created the tables on
 	-- each node, so Citus does not re-create the workers' copies).
 	index_ddl CONSTANT text[] := ARRAY[
@@ -95,6 +103,7 @@ BEGIN
 	-- 2. Distribute the tables (a table already distributed is skipped).
 	anchor := NULL;
 	FOR i IN 1 .. array_length(tables, 1) LOOP
+		CONTINUE WHEN tables[i][2] = 'local';
 		rel := format('%I.%I', ext_schema, tables[i][1])::regclass;
 		IF NOT EXISTS (SELECT 1 FROM pg_dist_partition p WHERE p.logicalrelid = rel) THEN
 			IF anchor IS NULL THEN
