@@ -218,7 +218,7 @@ static PlannedStmt *
 a2_planner(A2_PLANNER_PARAMS)
 {
 	bool		outer = planning_a2;
-	PlannedStmt *result;
+	PlannedStmt *result = NULL;
 
 	planning_a2 = planned_statements != NULL && query_string != NULL &&
 		hash_search(planned_statements, &query_string, HASH_FIND, NULL) != NULL;
