@@ -23,11 +23,13 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "commands/extension.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -154,8 +156,9 @@ citus_distributes(Oid relid)
 	return found;
 }
 
-void
-a2_extension_refresh(void)
+/* Read the catalogs into the cache. */
+static void
+read_state(void)
 {
 	Oid			nsp = InvalidOid;
 	A2Objects	version = A2_OBJECTS_LATEST;
@@ -164,8 +167,6 @@ a2_extension_refresh(void)
 	Oid			relid;
 	bool		dist;
 
-	if (cache_valid)
-		return;
 	read_extension_row(&nsp, &version);
 	nspname = get_namespace_name(nsp);
 	if (nspname == NULL)
@@ -188,6 +189,30 @@ a2_extension_refresh(void)
 	events_relid = relid;
 	schema_oid = nsp;
 	cache_valid = true;
+}
+
+/*
+ * ALTER EXTENSION a2 UPDATE holds an ACCESS EXCLUSIVE lock on a2_events
+ * until it commits.  A refresh waits for it, before anything chooses a
+ * text: the lock on a2_events, once granted, delivers the invalidations
+ * the update sent, so a call that began during the update runs the new
+ * objects' texts, not the old ones planned again against the new objects
+ * (whose indexes differ: an old text can find its index gone).  In a
+ * backend's first call the cache is read, then a2_events locked, then the
+ * cache checked again.  Every call's statements lock a2_events anyway;
+ * inside one transaction the lock is a lookup.
+ */
+void
+a2_extension_refresh(void)
+{
+	for (;;)
+	{
+		if (OidIsValid(events_relid) && IsTransactionState())
+			LockRelationOid(events_relid, AccessShareLock);
+		if (cache_valid)
+			return;
+		read_state();
+	}
 }
 
 const char *

@@ -14,7 +14,10 @@
  *	  plans of an older generation are prepared again (statements.c).
  *
  *	  Takes AccessShareLock on pg_extension and pg_dist_partition for the
- *	  length of a catalog scan; nothing else.
+ *	  length of a catalog scan, and AccessShareLock on a2_events (once its
+ *	  OID is known) to the end of the transaction, before anything else a
+ *	  call locks: a refresh waits for an ALTER EXTENSION a2 UPDATE in
+ *	  progress and then sees its objects.
  *
  * IDENTIFICATION
  *	  src/extension.h
