@@ -12,7 +12,8 @@
 #             calls without queues, then calls limited to one queue.
 #   backlog   a pool serving queue "pool" (A2_QB_SESSIONS sessions) while
 #             queue "backlog" holds A2_QB_BACKLOG waiting events, against
-#             the same pool without the backlog.
+#             the same pool without the backlog, and against the same pool
+#             beside as many finished events (the same table size).
 #
 # Each figure is the mean over A2_QB_CALLS calls of one transaction that
 # is rolled back, after one warm-up call (plans prepared) not counted, so every scenario starts from the same rows.  Rows are
@@ -31,14 +32,17 @@ db=a2_queues_bench
 psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
 psql -X -q -d "$db" -c "CREATE EXTENSION a2"
 
-# load NAME QUEUE_EXPR PRIORITY_EXPR KEY_EXPR COUNT: sessions NAME-1..COUNT, one event each
+# load NAME QUEUE_EXPR PRIORITY_EXPR KEY_EXPR COUNT [FINISHED]: sessions
+# NAME-1..COUNT, one event each; FINISHED=1: each event already processed
 load() {
+	local processed=NULL
+	[[ ${6:-0} != 1 ]] || processed='(extract(epoch FROM now()) * 1000)::bigint - 1000'
 	psql -X -q -d "$db" -c "
 		INSERT INTO a2_events (session_id, idx, event_type, payload, event_id, created_at,
-							   lane_ready, queue, priority, concurrency_key)
+							   lane_ready, queue, priority, concurrency_key, processed_at)
 		SELECT '$1-' || i, 1, 't', 'null', '$1-' || i,
 			   (extract(epoch FROM now()) * 1000)::bigint - 3600000 + i % 1000, true,
-			   $2, $3, $4
+			   $2, $3, $4, $processed
 		  FROM generate_series(1, $5) i"
 }
 
@@ -90,5 +94,15 @@ psql -X -q -d "$db" -c "VACUUM ANALYZE a2_events"
 full=$(per_call "SELECT a2_claim_next('b', 30000, 1, NULL, '{pool}')")
 report "pool queue, $backlog waiting in queue backlog" "$full"
 report "  ratio" "$(awk -v a="$full" -v b="$empty" 'BEGIN { printf "%.2f", a / b }')"
+# The same table size without the backlog: as many events of queue backlog,
+# all finished.  full / sized is what the waiting backlog itself costs the
+# pool; sized / empty what a table that size costs (taller indexes).
+psql -X -q -d "$db" -c "TRUNCATE a2_events"
+load pool "'pool'" "NULL" "NULL" "$sessions"
+load back "'backlog'" "NULL" "NULL" "$backlog" 1
+psql -X -q -d "$db" -c "VACUUM ANALYZE a2_events"
+sized=$(per_call "SELECT a2_claim_next('b', 30000, 1, NULL, '{pool}')")
+report "pool queue, $backlog finished events in queue backlog" "$sized"
+report "  backlog waiting vs finished (full / sized)" "$(awk -v a="$full" -v b="$sized" 'BEGIN { printf "%.2f", a / b }')"
 
 psql -X -q -d postgres -c "DROP DATABASE $db WITH (FORCE)"
