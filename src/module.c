@@ -24,6 +24,7 @@
 #include "lowwater.h"
 #include "notifier.h"
 #include "notify.h"
+#include "plan_floor.h"
 #include "scheduler.h"
 #include "statements.h"
 
@@ -40,6 +41,7 @@ _PG_init(void)
 	a2_scheduler_init();
 	a2_extension_init();
 	a2_statements_init();
+	a2_plan_floor_init();
 	a2_low_water_init();
 	/* after every a2.* setting is defined, so none of their placeholders is lost */
 	MarkGUCPrefixReserved("a2");

@@ -138,7 +138,7 @@ a2_push_jsonb_value(a2_jsonb_builder *js, JsonbIteratorToken seq,
 #endif
 
 /*
- * The planner hooks statements.c installs (its "Plans as for a table in
+ * The planner hooks plan_floor.c installs ("Plans as for a table in
  * use"): 19 gave planner_hook and standard_planner an ExplainState
  * argument, and replaced get_relation_info_hook by build_simple_rel_hook,
  * called at the end of build_simple_rel() once get_relation_info() has
