@@ -76,8 +76,6 @@ typedef struct ShardPlan
 
 static HTAB *shard_plans = NULL;
 
-
-
 static const char *const mode_names[A2_MODE_COUNT] = {
 	"single", "routed", "local", "shard"
 };

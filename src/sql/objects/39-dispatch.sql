@@ -75,8 +75,8 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE COST 10000;
 COMMENT ON FUNCTION a2_admit(text, bigint) IS
 'Internal: called by a2_claim and a2_claim_next for each eligible event with a concurrency key; not for direct use.';
 
--- The controls are single-node only (docs/distributed.md): a paused queue
--- and a limit would have to be seen by claims on every node.
+-- The controls and schedules are single-node only (docs/distributed.md): a
+-- paused queue and a limit would have to be seen by claims on every node.
 CREATE FUNCTION a2_refuse_distributed(caller text)
 RETURNS void
 LANGUAGE plpgsql STABLE
@@ -85,7 +85,7 @@ AS $fn$
 BEGIN
 	IF @extschema@.a2_is_distributed() THEN
 		RAISE EXCEPTION '% is not supported in distributed mode', caller
-			USING ERRCODE = '0A000', DETAIL = 'Queues, priorities and limits are single-node features; see docs/distributed.md.';
+			USING ERRCODE = '0A000', DETAIL = 'Queues, priorities, limits and schedules are single-node features; see docs/distributed.md.';
 	END IF;
 END
 $fn$;

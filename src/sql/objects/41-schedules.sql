@@ -91,10 +91,7 @@ BEGIN
 				 ELSE 'options' END
 			USING ERRCODE = '22004';
 	END IF;
-	IF @extschema@.a2_is_distributed() THEN
-		RAISE EXCEPTION 'a2_schedule is not supported in distributed mode'
-			USING ERRCODE = '0A000', DETAIL = 'Recurring schedules are a single-node feature; see docs/distributed.md.';
-	END IF;
+	PERFORM @extschema@.a2_refuse_distributed('a2_schedule');
 	IF name OPERATOR(pg_catalog.=) '' OR pg_catalog.octet_length(name) OPERATOR(pg_catalog.>) 256 THEN
 		RAISE EXCEPTION 'schedule name must be 1 to 256 bytes, not %', pg_catalog.octet_length(name)
 			USING ERRCODE = '22023';

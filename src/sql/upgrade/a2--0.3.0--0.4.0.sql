@@ -352,10 +352,7 @@ BEGIN
 				 ELSE 'options' END
 			USING ERRCODE = '22004';
 	END IF;
-	IF @extschema@.a2_is_distributed() THEN
-		RAISE EXCEPTION 'a2_schedule is not supported in distributed mode'
-			USING ERRCODE = '0A000', DETAIL = 'Recurring schedules are a single-node feature; see docs/distributed.md.';
-	END IF;
+	PERFORM @extschema@.a2_refuse_distributed('a2_schedule');
 	IF name OPERATOR(pg_catalog.=) '' OR pg_catalog.octet_length(name) OPERATOR(pg_catalog.>) 256 THEN
 		RAISE EXCEPTION 'schedule name must be 1 to 256 bytes, not %', pg_catalog.octet_length(name)
 			USING ERRCODE = '22023';
@@ -876,8 +873,8 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE COST 10000;
 COMMENT ON FUNCTION a2_admit(text, bigint) IS
 'Internal: called by a2_claim and a2_claim_next for each eligible event with a concurrency key; not for direct use.';
 
--- The controls are single-node only (docs/distributed.md): a paused queue
--- and a limit would have to be seen by claims on every node.
+-- The controls and schedules are single-node only (docs/distributed.md): a
+-- paused queue and a limit would have to be seen by claims on every node.
 CREATE FUNCTION a2_refuse_distributed(caller text)
 RETURNS void
 LANGUAGE plpgsql STABLE
@@ -886,7 +883,7 @@ AS $fn$
 BEGIN
 	IF @extschema@.a2_is_distributed() THEN
 		RAISE EXCEPTION '% is not supported in distributed mode', caller
-			USING ERRCODE = '0A000', DETAIL = 'Queues, priorities and limits are single-node features; see docs/distributed.md.';
+			USING ERRCODE = '0A000', DETAIL = 'Queues, priorities, limits and schedules are single-node features; see docs/distributed.md.';
 	END IF;
 END
 $fn$;
