@@ -24,9 +24,13 @@
 #                      15->18, pg_upgrade 15->19); each of its steps is a
 #                      layer "pgNN STEP"
 # Every layer is named after the server major it ran against ("pg15
-# regress+isolation") and reports its time.  The last line printed is
-# "N passed, M failed"; the exit status is 1 when M > 0.  A layer with
-# nothing to run is reported as skipped, not counted.
+# regress+isolation") and reports its time.  The summary at the end gives
+# the passed layers a few to a line, then, for each failed layer, the lines
+# of its output that name an error and its last lines, then one line per
+# failed layer; its last line is "N passed, M failed", and the exit status
+# is 1 when M > 0.  (A CI log is often read from its tail: whatever failed
+# is readable there.)  A layer with nothing to run is reported as skipped,
+# not counted.
 #
 # Options: --layers runs only the layers named (space- or comma-separated;
 # deps and build always run); --no-deps skips scripts/deps.sh (the matrix
@@ -86,6 +90,9 @@ timeout_s=${A2_LAYER_TIMEOUT:-1800}
 	a2_die "A2_LAYER_TIMEOUT must be a number of seconds, not '$timeout_s'"
 
 results=()
+# the output of the layer running now, and the excerpts of failed layers
+layer_log=$(mktemp)
+excerpts=$(mktemp)
 passed=0
 failed=0
 cluster_started=0
@@ -111,7 +118,10 @@ record() {
 	results+=("$(printf '%-5s %s (%s)' "$outcome" "$prefix$layer" "$(duration "$secs")")")
 	case $outcome in
 	PASS) passed=$((passed + 1)) ;;
-	FAIL) failed=$((failed + 1)) ;;
+	FAIL)
+		failed=$((failed + 1))
+		excerpt "$prefix$layer"
+		;;
 	esac
 	if [[ -n $results_file ]]; then
 		printf '%s\t%s\t%s\n' "$outcome" "$layer" "$secs" >>"$results_file"
@@ -125,17 +135,51 @@ banner() {
 	printf '\n=== %s ===\n\n' "$*"
 }
 
-# A layer starts: its banner, and its clock.
+# A layer starts: its banner, its clock, and an empty log.
 begin() {
 	layer_t0=$SECONDS
+	: >"$layer_log"
 	banner "$prefix$*"
 }
 
+# excerpt LAYER: what the summary shows of a failed layer's output (its
+# log; for a step of the matrix, the matrix's log up to that step's end):
+# the lines that name an error (at most 20), then the last 15 lines.
+excerpt() {
+	local layer=$1 upto text
+	[[ -s $layer_log ]] || return 0
+	upto=$(grep -n -F "=== $layer: FAIL" "$layer_log" | tail -n 1 | cut -d: -f1 || true)
+	text=$(if [[ -n $upto ]]; then head -n "$upto" "$layer_log"; else cat "$layer_log"; fi)
+	{
+		printf -- '--- %s, the lines that name an error:\n' "$layer"
+		grep -E 'ERROR|FATAL|PANIC|FAIL|not ok|[Ff]ailed|violat|timed out|^# +(got|expected)' <<<"$text" |
+			grep -v -E '^number of failed transactions: 0 |^=== PASS' | head -n 20 || true
+		printf -- '--- %s, its last lines:\n' "$layer"
+		tail -n 15 <<<"$text"
+	} | cut -c 1-300 >>"$excerpts"
+}
+
 summary() {
-	local line
+	local line row='' outcome
 	banner "summary"
+	# passed layers a few to a line; failed ones with their excerpts, last
 	for line in "${results[@]}"; do
-		printf '%s\n' "$line"
+		outcome=${line%% *}
+		[[ $outcome == PASS ]] || continue
+		line=${line#PASS  }
+		if ((${#row} + ${#line} > 100)); then
+			printf 'PASS  %s\n' "$row"
+			row=
+		fi
+		row=${row:+$row, }$line
+	done
+	[[ -z $row ]] || printf 'PASS  %s\n\n' "$row"
+	if [[ -s $excerpts ]]; then
+		cat -- "$excerpts"
+		printf '\n'
+	fi
+	for line in "${results[@]}"; do
+		[[ ${line%% *} == PASS ]] || printf '%s\n' "$line"
 	done
 	printf '%d passed, %d failed\n' "$passed" "$failed"
 }
@@ -163,6 +207,7 @@ cleanup() {
 		wait "$child" 2>/dev/null || true
 	fi
 	stop_cluster
+	rm -f -- "$layer_log" "$excerpts"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -172,37 +217,48 @@ trap 'a2_warn "test: terminated"; exit 143' TERM
 # Run a command with stdin from /dev/null under the layer timeout.  It runs
 # in the background and we wait for it, so Ctrl-C reaches our trap at once;
 # timeout(1) gives the command its own process group and kills all of it.
+#
+# Its output goes to the layer's log, which tail(1) prints as it grows
+# until the command has ended (so that the summary can quote a failure).
 run() {
-	local rc=0
+	local rc=0 follower
 	if [[ $timeout_s -eq 0 ]]; then
-		"$@" </dev/null &
+		"$@" </dev/null >>"$layer_log" 2>&1 &
 	else
-		timeout --kill-after=30 "$timeout_s" "$@" </dev/null &
+		timeout --kill-after=30 "$timeout_s" "$@" </dev/null >>"$layer_log" 2>&1 &
 	fi
 	child=$!
+	tail -n +1 -s 0.2 --pid="$child" -f -- "$layer_log" &
+	follower=$!
 	wait "$child" || rc=$?
+	wait "$follower" || true
 	child=
 	if [[ $timeout_s -ne 0 && $rc -eq 124 ]]; then
 		a2_warn "test: timed out after ${timeout_s}s: $*"
+		printf 'WARNING: test: timed out after %ss: %s\n' "$timeout_s" "$*" >>"$layer_log"
 	fi
 	return "$rc"
 }
 
-# Print a file (at most 2000 lines of it) under a header, if it exists.
+# Print a file (at most 2000 lines of it) under a header, if it exists;
+# into the layer's log as well.
 show() {
 	local file=$1 lines
 	[[ -s $file ]] || return 0
 	lines=$(wc -l <"$file")
-	banner "$file"
-	head -n 2000 -- "$file"
-	if ((lines > 2000)); then
-		printf '... (%d more lines in %s)\n' "$((lines - 2000))" "$file"
-	fi
+	{
+		banner "$file"
+		head -n 2000 -- "$file"
+		if ((lines > 2000)); then
+			printf '... (%d more lines in %s)\n' "$((lines - 2000))" "$file"
+		fi
+	} | tee -a -- "$layer_log"
 }
 
 finish() {
 	stop_cluster
 	summary
+	rm -f -- "$layer_log" "$excerpts"
 	if [[ $failed -ne 0 ]]; then
 		exit 1
 	fi
@@ -218,13 +274,13 @@ fatal() {
 
 if [[ $no_deps -eq 0 ]]; then
 	begin "deps"
-	bash scripts/deps.sh </dev/null || fatal deps
+	run bash scripts/deps.sh || fatal deps
 fi
 a2_find_pg_config
 prefix="pg$A2_PG_MAJOR "
 
 begin "build"
-bash scripts/build.sh </dev/null || fatal build
+run bash scripts/build.sh || fatal build
 record PASS build
 
 # --- layers ------------------------------------------------------------------
