@@ -322,3 +322,40 @@ SELECT a2_complete('w-q1', 1, 1) ->> 'outcome' AS completed;
 SELECT pg_temp.claimed_next(a2_claim_next('w', 60000, 10, NULL, '{wq-waits}'));
 SELECT a2_set_concurrency_limit('wk-waits', NULL);
 RESET a2.now;
+
+--
+-- 12. After the wait: a2_fail's retry time is the event's notBefore, as for
+-- any event (the stress suite caught a claimed event still showing its own,
+-- earlier notBefore after a backoff had moved the column past the claim).
+-- Ended by an event, then claimed and failed with a retry of 30 s: the
+-- column and the StoredEvent both say 00:05:30, and no claim comes sooner.
+--
+SET a2.now = '2026-07-01 00:00:00+00';
+SELECT * FROM pg_temp.waits(a2_append('w-r1', '[
+  {"type": "a", "notBefore": "2026-07-01T00:01:00Z", "waitFor": {"types": ["go"], "timeoutMs": 600000}}
+]'));
+SELECT * FROM pg_temp.waits(a2_append('w-r1', '[{"type": "go"}]'));
+SET a2.now = '2026-07-01 00:05:00+00';
+SELECT pg_temp.claimed(a2_claim('w-r1', 'w', 60000, NULL, ARRAY[2]::bigint[]));
+SELECT a2_fail('w-r1', 1, 1, 'later', 5, 30000) ->> 'outcome' AS failed;
+SELECT * FROM pg_temp.waits(a2_read('w-r1')) WHERE index = 1;
+SELECT * FROM pg_temp.stored('w-r1') WHERE idx = 1;
+SELECT pg_temp.claimed(a2_claim('w-r1', 'w', 60000, NULL, ARRAY[2]::bigint[]));
+SET a2.now = '2026-07-01 00:05:30+00';
+SELECT pg_temp.claimed(a2_claim('w-r1', 'w', 60000, NULL, ARRAY[2]::bigint[]));
+-- Timed out, claimed, failed without a retry: the column keeps the gate (the
+-- timeout, later than the own notBefore) and the StoredEvent its own
+-- notBefore; then failed with a retry: the retry time.
+SET a2.now = '2026-07-01 00:00:00+00';
+SELECT * FROM pg_temp.waits(a2_append('w-r2', '[
+  {"type": "a", "notBefore": "2026-07-01T00:00:10Z", "waitFor": {"types": ["go"], "timeoutMs": 60000}}
+]'));
+SET a2.now = '2026-07-01 00:01:00+00';
+SELECT pg_temp.claimed(a2_claim('w-r2', 'w', 60000));
+SELECT a2_fail('w-r2', 1, 1, 'again', 5) ->> 'outcome' AS failed;
+SELECT * FROM pg_temp.stored('w-r2');
+SELECT * FROM pg_temp.waits(a2_read('w-r2'));
+SELECT pg_temp.claimed(a2_claim('w-r2', 'w', 60000));
+SELECT a2_fail('w-r2', 1, 2, 'later', 5, 45000) ->> 'outcome' AS failed;
+SELECT * FROM pg_temp.waits(a2_read('w-r2'));
+RESET a2.now;
