@@ -152,7 +152,7 @@ excerpt() {
 	text=$(if [[ -n $upto ]]; then head -n "$upto" "$layer_log"; else cat "$layer_log"; fi)
 	{
 		printf -- '--- %s, the lines that name an error:\n' "$layer"
-		grep -E 'ERROR|FATAL|PANIC|FAIL|not ok|[Ff]ailed|violat|timed out|^# +(got|expected)' <<<"$text" |
+		grep -E 'ERROR|FATAL|PANIC|FAIL|not ok|[Ff]ailed|[Ee]rror:|violat|timed out|^make.*\*\*\*|^# +(got|expected)' <<<"$text" |
 			grep -v -E '^number of failed transactions: 0 |^=== PASS' | head -n 20 || true
 		printf -- '--- %s, its last lines:\n' "$layer"
 		tail -n 15 <<<"$text"
