@@ -27,7 +27,7 @@
 
 #include "clock.h"			/* a2_clock_now_ms: a wait's timeout, read time */
 #include "json_out.h"
-#include "waits.h"			/* A2_WAIT_FOREVER: a stored wait's gate */
+#include "waits.h"			/* a2_wait_gate: a stored wait's gate */
 
 #define MS_PER_DAY	INT64CONST(86400000)
 
@@ -368,11 +368,10 @@ absent_when_null(int col)
  * waitFor the {types, timeoutMs} the event was appended with, waitResult
  * the stored result or, once the store clock reached the timeout with
  * none, {"timedOut": true}, and notBefore the event's own while the
- * not_before column holds the wait's gate (greatest(own, until), or
- * A2_WAIT_FOREVER without a timeout).  Once the column holds anything else
- * (the wait was ended by an event, which put the own notBefore back, and
- * a2_fail's retry time or a2_redrive may have changed it since), the
- * column is the event's notBefore, as for any event.
+ * not_before column holds the wait's gate (a2_wait_gate).  Once the column
+ * holds anything else (the wait was ended by an event, which put the own
+ * notBefore back, and a2_fail's retry time or a2_redrive may have changed
+ * it since), the column is the event's notBefore, as for any event.
  */
 static void
 stored_wait(A2StoredEvent *ev)
@@ -381,17 +380,15 @@ stored_wait(A2StoredEvent *ev)
 	JsonbValue	f;
 	int64		n;
 	int64		own = 0;
+	int64		until = 0;
 	bool		has_own;
 	bool		has_until;
-	int64		until = 0;
-	int64		gate;
 	A2Json		js = NULL;
 
 	has_own = a2_json_field(&stored->root, "notBefore", &f) && a2_json_int64(&f, &own);
 	has_until = a2_json_field(&stored->root, "until", &f) && a2_json_int64(&f, &until);
-	gate = !has_until ? A2_WAIT_FOREVER : (has_own && own > until ? own : until);
 	if (!ev->present[A2C_WAIT_RESULT] && ev->present[A2C_NOT_BEFORE] &&
-		ev->num[A2C_NOT_BEFORE] == gate)
+		ev->num[A2C_NOT_BEFORE] == a2_wait_gate(has_until, until, has_own, own))
 	{
 		ev->present[A2C_NOT_BEFORE] = has_own;
 		ev->num[A2C_NOT_BEFORE] = own;

@@ -143,7 +143,6 @@ a2_waits_prepare(A2EventInput *events, int count, int64 now_ms)
 
 		a2j_begin_object(&js, NULL);
 		a2j_jsonb(&js, "types", ev->wait_types);
-		ev->wait_gate = A2_WAIT_FOREVER;
 		if (ev->has_wait_timeout)
 		{
 			char		path[64];
@@ -152,13 +151,11 @@ a2_waits_prepare(A2EventInput *events, int count, int64 now_ms)
 			until = a2_add_ms(now_ms, ev->wait_timeout_ms, path);
 			a2j_int(&js, "timeoutMs", ev->wait_timeout_ms);
 			a2j_int(&js, "until", until);
-			ev->wait_gate = until;
 		}
 		if (ev->has_not_before)
-		{
 			a2j_int(&js, "notBefore", ev->not_before);
-			ev->wait_gate = Max(ev->wait_gate, ev->not_before);
-		}
+		ev->wait_gate = a2_wait_gate(ev->has_wait_timeout, until,
+									 ev->has_not_before, ev->not_before);
 		ev->wait_stored = JsonbValueToJsonb(a2j_end_object(&js));
 	}
 }

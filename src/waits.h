@@ -25,6 +25,20 @@
 #define A2_WAIT_FOREVER		INT64CONST(8640000000000000)
 
 /*
+ * A waiting event's gate, the not_before it stores while it waits: the
+ * later of its own notBefore and its timeout's due time (until), or
+ * A2_WAIT_FOREVER without a timeout.  a2_waits_prepare stores it;
+ * json_out.c tells from it whether the wait still holds the column.
+ */
+static inline int64
+a2_wait_gate(bool has_until, int64 until, bool has_own, int64 own)
+{
+	if (!has_until)
+		return A2_WAIT_FOREVER;
+	return has_own && own > until ? own : until;
+}
+
+/*
  * Before a batch is inserted: for each event with a wait, refuse (0A000)
  * when the database's objects are older than 0.4.0 or a2 is distributed,
  * and compute what the row stores: ev->wait_stored (the wait_for column)
