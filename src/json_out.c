@@ -27,7 +27,7 @@
 
 #include "clock.h"			/* a2_clock_now_ms: a wait's timeout, read time */
 #include "json_out.h"
-#include "waits.h"			/* a2_wait_gate: a stored wait's gate */
+#include "wait_gate.h"		/* a2_wait_gate: a stored wait's gate */
 
 #define MS_PER_DAY	INT64CONST(86400000)
 
@@ -368,7 +368,7 @@ absent_when_null(int col)
  * waitFor the {types, timeoutMs} the event was appended with, waitResult
  * the stored result or, once the store clock reached the timeout with
  * none, {"timedOut": true}, and notBefore the event's own while the
- * not_before column holds the wait's gate (a2_wait_gate).  Once the column
+ * not_before column holds the wait's gate (wait_gate.h).  Once the column
  * holds anything else (the wait was ended by an event, which put the own
  * notBefore back, and a2_fail's retry time or a2_redrive may have changed
  * it since), the column is the event's notBefore, as for any event.

@@ -114,7 +114,7 @@ static A2Statement next_due = {
 				" WHERE e.not_before IS NOT NULL AND e.processed_at IS NULL AND e.failed_at IS NULL"
 				"   AND e.not_before OPERATOR(pg_catalog.>) $1"
 				" ORDER BY e.not_before LIMIT 1"),
-		/* a wait without timeout (waits.h's A2_WAIT_FOREVER) is no due time */
+		/* a wait without timeout (wait_gate.h's A2_WAIT_FOREVER) is no due time */
 		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4,
 				"SELECT e.not_before FROM @extschema@.a2_events e"
 				" WHERE e.not_before IS NOT NULL AND e.processed_at IS NULL AND e.failed_at IS NULL"

@@ -16,10 +16,11 @@
  *	  {"types", "timeoutMs"?, "until"?, "notBefore"?} (until: the timeout's
  *	  due time; notBefore: the event's own, epoch ms) and its not_before is
  *	  the gate greatest(own notBefore, until), or A2_WAIT_FOREVER without a
- *	  timeout.  Claims, a2_claim_next's walk (a2_events_available), retryAt
- *	  and the due announcements (a2_events_due) all honour not_before
- *	  already, so they need no change, and a waiting event at a lane's head
- *	  blocks the lane as a delayed one does.  A satisfying append sets
+ *	  timeout (wait_gate.h).  Claims, a2_claim_next's walk
+ *	  (a2_events_available), retryAt and the due announcements
+ *	  (a2_events_due) all honour not_before already, so they need no
+ *	  change, and a waiting event at a lane's head blocks the lane as a
+ *	  delayed one does.  A satisfying append sets
  *	  wait_result {"index", "type"} and not_before back to the own notBefore
  *	  (or NULL), in its own transaction.  A timeout is never written: it is
  *	  derived when an event is printed (json_out.c: wait_for set,

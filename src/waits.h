@@ -17,26 +17,7 @@
 #include "utils/jsonb.h"
 
 #include "validate.h"
-
-/*
- * The not_before of an event that waits without a timeout: the largest
- * time a2 stores (+275760-09-13T00:00:00.000Z, JavaScript's last Date).
- */
-#define A2_WAIT_FOREVER		INT64CONST(8640000000000000)
-
-/*
- * A waiting event's gate, the not_before it stores while it waits: the
- * later of its own notBefore and its timeout's due time (until), or
- * A2_WAIT_FOREVER without a timeout.  a2_waits_prepare stores it;
- * json_out.c tells from it whether the wait still holds the column.
- */
-static inline int64
-a2_wait_gate(bool has_until, int64 until, bool has_own, int64 own)
-{
-	if (!has_until)
-		return A2_WAIT_FOREVER;
-	return has_own && own > until ? own : until;
-}
+#include "wait_gate.h"		/* A2_WAIT_FOREVER, a2_wait_gate */
 
 /*
  * Before a batch is inserted: for each event with a wait, refuse (0A000)
