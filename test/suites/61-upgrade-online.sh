@@ -25,7 +25,8 @@
 #     statement may fail (the sessions carry on across the update), the
 #     extension must be at the default version with every index of
 #     a2_events valid, and the clients must have gone on working in every
-#     phase.  A third session watches pg_stat_activity every 50 ms; when
+#     phase (the update's phase lasts until each client has issued a
+#     statement after the update began, however fast it was).  A third session watches pg_stat_activity every 50 ms; when
 #     a client's statement is over the bound, the suite prints what every
 #     statement older than 150 ms was waiting for in that phase.
 # It prints the times of the load, the preparation and the update, and the
@@ -173,6 +174,8 @@ feeder() { # feeder NAME
 			printf "SELECT a2_claim_next('online-claimer', 600000, 1);\n" >&3
 			;;
 		esac
+		# this client has issued statements in this phase
+		echo "$phase" >"$work/$name.ack"
 		sleep 0.05
 	done
 	exec 3>&-
@@ -216,6 +219,15 @@ else
 fi
 update_s=$((SECONDS - t0))
 
+# An update faster than the clients' loop would leave no statement of
+# theirs in its phase: the phase lasts until each client has issued one
+# after the update began (its wait, if any, is then measured in it).
+for name in appender claimer; do
+	for _ in $(seq 200); do
+		[[ $(cat "$work/$name.ack" 2>/dev/null) == update ]] && break
+		sleep 0.05
+	done
+done
 echo after >"$work/phase"
 sleep 3
 touch "$work/stop"
