@@ -262,10 +262,14 @@ SELECT a2_set_rate_limit('api', NULL, NULL) - 'key' AS removed;
 SELECT count(*) AS limits FROM a2_limits;
 
 --
--- 8. a2_admit is the claims' own: called directly it refuses (55000).
+-- 8. a2_admit is the claims' own, and a2_limits_changed the trigger of
+-- a2_limits: called directly they refuse (55000).
 --
 SELECT a2_admit('api', 0);
 \echo :LAST_ERROR_SQLSTATE
+SELECT a2_limits_changed();
+\echo :LAST_ERROR_SQLSTATE
+SELECT tgname, tgtype FROM pg_trigger WHERE tgrelid = 'a2_limits'::regclass;
 
 --
 -- 9. The walk of one queue reads that queue's entries only: its probes

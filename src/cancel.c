@@ -53,6 +53,7 @@
 #include "clock.h"
 #include "extension.h"
 #include "json_out.h"
+#include "key_park.h"
 #include "notify.h"
 #include "snapshot_pins.h"
 #include "spi_util.h"
@@ -275,9 +276,12 @@ cancel_events(CancelArgs *args)
 		for (uint64 r = 0; r < n; r++)
 		{
 			char	   *lane = a2_col_text(r, A2C_LANE);
+			char	   *key = a2_col_text(r, A2C_CONCURRENCY_KEY);
 
 			if (lane != NULL)
 				lanes[nlanes++] = lane;
+			if (key != NULL)
+				a2_key_park_release(key);	/* a lease it had ends */
 		}
 
 		if (nlanes > 0)

@@ -201,12 +201,19 @@ claim_next(NextArgs *args)
 		 * On an error the keys' budgets must not outlive the call: a
 		 * rolled-back savepoint releases the key locks they rest on.
 		 */
-		a2_limits_call_begin();
+		a2_limits_call_begin(args->now_ms);
 		PG_TRY();
 		{
+			int64		parked_until;
+
 			a2_dispatch_walk(args->queues, claim.paused, args->now_ms,
 							 args->max_sessions, walk_try_claim, &w,
 							 &has_retry, &retry_at);
+			if (a2_limits_call_parked_until(&parked_until))
+			{
+				claim.limits_denied = true;
+				claim.limits_retry_at = Min(claim.limits_retry_at, parked_until);
+			}
 		}
 		PG_FINALLY();
 		{

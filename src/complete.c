@@ -35,6 +35,7 @@
 #include "events.h"
 #include "clock.h"
 #include "json_out.h"
+#include "key_park.h"
 #include "snapshot_pins.h"
 #include "spi_util.h"
 #include "statements.h"
@@ -49,7 +50,8 @@ enum
 	LOCK_EVENT_RETURNED_EVENT_IDS,
 	LOCK_EVENT_ATTEMPT_COUNT,
 	LOCK_EVENT_HELD,
-	LOCK_EVENT_DEAD_LETTERED
+	LOCK_EVENT_DEAD_LETTERED,
+	LOCK_EVENT_CONCURRENCY_KEY
 };
 
 static A2Statement lock_event = {
@@ -58,14 +60,23 @@ static A2Statement lock_event = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
 				"SELECT e.processed_at IS NOT NULL AS processed, e.processed_by_attempt,"
 				"       e.returned_event_ids, e.attempt_count,"
-				"       e.claim_holder IS NOT NULL AS held, e.failed_at IS NOT NULL AS dead_lettered"
+				"       e.claim_holder IS NOT NULL AS held, e.failed_at IS NOT NULL AS dead_lettered,"
+				"       NULL::pg_catalog.text AS concurrency_key"
+				"  FROM @extschema@.a2_events e"
+				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
+		/* 0.4.0: the key whose slot a completion frees (key_park.h) */
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_4,
+				"SELECT e.processed_at IS NOT NULL AS processed, e.processed_by_attempt,"
+				"       e.returned_event_ids, e.attempt_count,"
+				"       e.claim_holder IS NOT NULL AS held, e.failed_at IS NOT NULL AS dead_lettered,"
+				"       e.concurrency_key"
 				"  FROM @extschema@.a2_events e"
 				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
 	},
 	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID)},
 	.session_param = 1,
 	.columns = A2_COLUMNS("processed", "processed_by_attempt", "returned_event_ids",
-						  "attempt_count", "held", "dead_lettered")
+						  "attempt_count", "held", "dead_lettered", "concurrency_key")
 };
 
 /*
@@ -221,6 +232,7 @@ complete_attempt(CompleteArgs *args)
 	int64		attempt_count;
 	Jsonb	   *stored_ids = NULL;
 	bool		completed;
+	char	   *key;
 	Jsonb	   *result;
 
 	a2_call_begin(&args->call, args->session_id);
@@ -248,6 +260,7 @@ complete_attempt(CompleteArgs *args)
 	attempt_count = a2_col_int64(0, LOCK_EVENT_ATTEMPT_COUNT);
 	held = a2_col_bool(0, LOCK_EVENT_HELD);
 	dead = a2_col_bool(0, LOCK_EVENT_DEAD_LETTERED);
+	key = a2_col_text(0, LOCK_EVENT_CONCURRENCY_KEY);
 
 	/* processed by this attempt (a retry), or current, held and alive */
 	completed = processed ? processed_by == args->attempt :
@@ -261,7 +274,11 @@ complete_attempt(CompleteArgs *args)
 		if (processed)
 			replay_completion(args, stored_ids, &js);
 		else
+		{
 			apply_completion(args, &js);
+			if (key != NULL)
+				a2_key_park_release(key);	/* its lease ends: a slot frees */
+		}
 		a2j_end_array(&js);
 	}
 	result = a2j_finish(a2j_end_object(&js), args->call.caller);

@@ -26,6 +26,7 @@
 #include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "commands/extension.h"
@@ -36,6 +37,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "extension.h"
 
@@ -248,4 +250,20 @@ a2_relid(const char *relname)
 {
 	a2_extension_refresh();
 	return get_relname_relid(relname, schema_oid);
+}
+
+bool
+a2_relfilenode(const char *relname, Oid *relnode)
+{
+	Oid			relid = a2_relid(relname);
+	HeapTuple	tup;
+
+	if (!OidIsValid(relid))
+		return false;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	*relnode = (Oid) ((Form_pg_class) GETSTRUCT(tup))->relfilenode;
+	ReleaseSysCache(tup);
+	return true;
 }

@@ -60,4 +60,11 @@ extern uint64 a2_extension_generation(void);
 /* OID of one of the extension's relations (InvalidOid if missing). */
 extern Oid	a2_relid(const char *relname);
 
+/*
+ * The relfilenode of one of the extension's relations: false if missing.
+ * A TRUNCATE, VACUUM FULL, restore or new extension changes it, which the
+ * shared-memory hints of lowwater.c and key_park.c key on.
+ */
+extern bool a2_relfilenode(const char *relname, Oid *relnode);
+
 #endif							/* A2_EXTENSION_H */

@@ -33,6 +33,7 @@
 #include "events.h"
 #include "clock.h"
 #include "json_out.h"
+#include "key_park.h"
 #include "notify.h"
 #include "snapshot_pins.h"
 #include "spi_util.h"
@@ -48,7 +49,8 @@ enum
 	LOCK_EVENT_ATTEMPT_COUNT,
 	LOCK_EVENT_HELD,
 	LOCK_EVENT_FAILURE_COUNT,
-	LOCK_EVENT_FAILED_BY_THIS
+	LOCK_EVENT_FAILED_BY_THIS,
+	LOCK_EVENT_CONCURRENCY_KEY
 };
 
 static A2Statement lock_event = {
@@ -58,7 +60,17 @@ static A2Statement lock_event = {
 				"SELECT e.processed_at IS NOT NULL AS processed, e.failed_at IS NOT NULL AS dead_lettered,"
 				"       e.attempt_count, e.claim_holder IS NOT NULL AS held, e.failure_count,"
 				"       COALESCE(e.last_failed_attempt OPERATOR(pg_catalog.=) $3,"
-				"                e.last_failed_attempt IS NULL AND $3 IS NULL) AS failed_by_this"
+				"                e.last_failed_attempt IS NULL AND $3 IS NULL) AS failed_by_this,"
+				"       NULL::pg_catalog.text AS concurrency_key"
+				"  FROM @extschema@.a2_events e"
+				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
+		/* 0.4.0: the key whose slot a failure frees (key_park.h) */
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_4,
+				"SELECT e.processed_at IS NOT NULL AS processed, e.failed_at IS NOT NULL AS dead_lettered,"
+				"       e.attempt_count, e.claim_holder IS NOT NULL AS held, e.failure_count,"
+				"       COALESCE(e.last_failed_attempt OPERATOR(pg_catalog.=) $3,"
+				"                e.last_failed_attempt IS NULL AND $3 IS NULL) AS failed_by_this,"
+				"       e.concurrency_key"
 				"  FROM @extschema@.a2_events e"
 				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
 	},
@@ -67,7 +79,7 @@ static A2Statement lock_event = {
 	A2_PARAM("attempt", INT4OID)},
 	.session_param = 1,
 	.columns = A2_COLUMNS("processed", "dead_lettered", "attempt_count", "held",
-						  "failure_count", "failed_by_this")
+						  "failure_count", "failed_by_this", "concurrency_key")
 };
 
 #define RECORD_FAILURE_SQL(backoff) \
@@ -122,6 +134,7 @@ fail_attempt(FailArgs *args)
 	int64		attempt_count,
 				failures;
 	const char *outcome;
+	char	   *key;
 	Jsonb	   *result;
 
 	a2_call_begin(&call, args->session_id);
@@ -141,6 +154,7 @@ fail_attempt(FailArgs *args)
 	held = a2_col_bool(0, LOCK_EVENT_HELD);
 	failures = a2_col_int64(0, LOCK_EVENT_FAILURE_COUNT);
 	failed_by_this = a2_col_bool(0, LOCK_EVENT_FAILED_BY_THIS);
+	key = a2_col_text(0, LOCK_EVENT_CONCURRENCY_KEY);
 
 	if (!processed && !dead && attempt_count == args->attempt && held)
 	{
@@ -171,6 +185,8 @@ fail_attempt(FailArgs *args)
 		else
 			a2_bind_null(&a, 7);
 		a2_exec_latest(&a, SPI_OK_UPDATE);
+		if (key != NULL)
+			a2_key_park_release(key);	/* its lease ends: a slot frees */
 		failures += 1;
 		if (dead_letter)
 			a2_release_pins(args->session_id, args->index);

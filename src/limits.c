@@ -37,6 +37,11 @@
  *	  admit nothing more is left out of the rest of the walk
  *	  (a2_limits_held_keys), so its held-back work costs no claim attempt.
  *
+ *	  Parked keys (key_park.h): a key counted at its limit is proposed for
+ *	  parking until it may admit again; a later decision finds it parked
+ *	  and denies without the lock or the counts, and an a2_claim_next call
+ *	  holds the keys parked at its start from the beginning.
+ *
  *	  Lock order: the session lock (taken by the claim before its
  *	  statement), then a key's try-lock (a two-key advisory lock in class
  *	  A2_KEY_LOCK_CLASS, never waited for), then event rows in index order.
@@ -48,11 +53,14 @@
  */
 #include "postgres.h"
 
+#include "access/twophase.h"
 #include "access/xact.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/hsearch.h"
@@ -61,12 +69,14 @@
 #include "a2.h"
 #include "clock.h"
 #include "json_out.h"
+#include "key_park.h"
 #include "limits.h"
 #include "spi_util.h"
 #include "statements.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(a2_admit);
+PG_FUNCTION_INFO_V1(a2_limits_changed);
 
 #define A2_KEY_LOCK_CLASS	0x6132004B	/* "a2" "K" */
 
@@ -77,6 +87,7 @@ typedef struct KeyEntry
 	bool		rated;			/* has a rate limit: log its claims */
 	int64		budget;
 	int64		retry_at;		/* when the key may admit again, if budget <= 0 */
+	bool		parked;			/* found parked (key_park.h), not counted */
 } KeyEntry;
 
 static MemoryContext pass_cxt = NULL;
@@ -87,6 +98,7 @@ static Datum held_array = (Datum) 0;	/* their text[], in pass_cxt; 0: stale */
 static bool pass_denied = false;
 static int64 pass_retry_at = PG_INT64_MAX;
 static bool callback_registered = false;
+static int64 call_parked_until = PG_INT64_MAX;	/* the call's parked keys' first until */
 
 /* the limits of one key; read with the latest committed state */
 enum
@@ -128,6 +140,22 @@ static A2Statement key_leases = {
 	.columns = A2_COLUMNS("leased", "first_expiry")
 };
 
+/*
+ * Whether a prepared transaction of this database is waiting for COMMIT
+ * PREPARED: it may free a slot without a version change after it (see
+ * key_park.c), so no key is parked meanwhile.
+ */
+static A2Statement prepared_xacts = {
+	.name = "limits.prepared_xacts",
+	.texts = {
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+				"SELECT EXISTS (SELECT FROM pg_catalog.pg_prepared_xact() p"
+				"                WHERE p.dbid OPERATOR(pg_catalog.=) $1) AS prepared"),
+	},
+	.nparams = 1, .params = {A2_PARAM("dbid", OIDOID)},
+	.columns = A2_COLUMNS("prepared")
+};
+
 /* a key's claims in the window (now - per_ms, now] and the oldest of them */
 enum
 {
@@ -167,7 +195,8 @@ static A2Statement log_claims = {
 	.nparams = 2, .params = {A2_PARAM("keys", TEXTARRAYOID), A2_PARAM("now", INT8OID)},
 };
 
-A2_STATEMENT_GROUP(limits, &key_limits, &key_leases, &key_claims, &log_claims);
+A2_STATEMENT_GROUP(limits, &key_limits, &key_leases, &key_claims, &log_claims,
+				   &prepared_xacts);
 
 /* A key of the table now admits nothing more: the held keys' array is stale. */
 static void
@@ -225,11 +254,43 @@ a2_limits_pass_begin(void)
 }
 
 void
-a2_limits_call_begin(void)
+a2_limits_call_begin(int64 now_ms)
 {
+	char	  **keys;
+	int64	   *untils;
+	int			n;
+
 	call_active = false;
 	new_key_table();			/* the call's passes and walk share it */
 	call_active = true;
+	call_parked_until = PG_INT64_MAX;
+
+	/*
+	 * The keys parked now (key_park.h) are held from the start, so the walk
+	 * leaves their events out without meeting them; what a parked key holds
+	 * back may be claimable at its until, which retryAt includes.
+	 */
+	n = a2_key_park_list(now_ms, 1024, &keys, &untils);
+	for (int i = 0; i < n; i++)
+	{
+		KeyEntry   *entry = hash_search(pass_keys, keys[i], HASH_ENTER, NULL);
+
+		entry->limited = true;
+		entry->rated = false;
+		entry->parked = true;
+		entry->budget = 0;
+		entry->retry_at = untils[i];
+		call_parked_until = Min(call_parked_until, untils[i]);
+	}
+	if (n > 0)
+		note_held();
+}
+
+bool
+a2_limits_call_parked_until(int64 *until)
+{
+	*until = call_parked_until;
+	return call_parked_until != PG_INT64_MAX;
 }
 
 void
@@ -268,11 +329,22 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 	Datum		max_leased,
 				rate_max,
 				per_ms;
+	uint64		version;
 
 	entry->limited = false;
 	entry->rated = false;
 	entry->budget = PG_INT64_MAX;
 	entry->retry_at = PG_INT64_MAX;
+	entry->parked = false;
+
+	/* counted at its limit by a committed claim, and nothing freed since */
+	if (a2_key_park_lookup(key, now_ms, &entry->retry_at))
+	{
+		entry->limited = true;
+		entry->parked = true;
+		entry->budget = 0;
+		return;
+	}
 
 	a2_args_init(&a, &key_limits);
 	a2_bind_text(&a, 1, key);
@@ -294,6 +366,20 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 		entry->budget = 0;
 		entry->retry_at = now_ms;
 		return;
+	}
+	/*
+	 * Before the counts' snapshot: a release that commits after it changes
+	 * the version (key_park.c), unless it was prepared before, which the
+	 * check of prepared transactions, also before the counts, finds.
+	 */
+	version = a2_key_park_version(key);
+	if (version != 0 && max_prepared_xacts > 0)
+	{
+		a2_args_init(&a, &prepared_xacts);
+		a2_bind(&a, 1, OIDOID, ObjectIdGetDatum(MyDatabaseId));
+		a2_exec_latest(&a, SPI_OK_SELECT);
+		if (a2_col_bool(0, 1))
+			version = 0;		/* nothing is parked */
 	}
 	if (DatumGetInt32(max_leased) > 0)
 	{
@@ -328,6 +414,8 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 		}
 		entry->budget = Min(entry->budget, rate_budget);
 	}
+	if (entry->budget <= 0 && entry->retry_at != PG_INT64_MAX)
+		a2_key_park_propose(key, version, now_ms, entry->retry_at);
 }
 
 /*
@@ -384,6 +472,22 @@ a2_admit(PG_FUNCTION_ARGS)
 	if (entry->budget == 0)
 		note_held();			/* spent: the walk leaves the key out from now on */
 	PG_RETURN_BOOL(true);
+}
+
+/*
+ * a2_limits_changed(): the statement trigger of a2_limits.  A changed
+ * limit may admit more, so no key stays parked past this transaction's
+ * commit (key_park.h).
+ */
+Datum
+a2_limits_changed(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a2_limits_changed is the trigger of a2_limits only")));
+	a2_key_park_release_all();
+	return PointerGetDatum(NULL);
 }
 
 /*

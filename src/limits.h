@@ -2,8 +2,10 @@
  *
  * limits.h
  *	  Concurrency and rate limits per concurrency key (limits.c): the claim
- *	  pass around one run of the claim statement.  Lock order: the session
- *	  lock, then a key's try-lock (never waited for), then event rows.
+ *	  pass around one run of the claim statement, with keys parked at
+ *	  their limit (key_park.h).  Lock order: the session lock, then a key's
+ *	  try-lock (never waited for), then event rows; the parked keys'
+ *	  LWLock is taken alone.
  *
  * IDENTIFICATION
  *	  src/limits.h
@@ -18,10 +20,14 @@ extern void a2_limits_pass_begin(void);
 
 /*
  * Bracket an a2_claim_next call: the keys' budgets carry over from pass to
- * pass within it (limits.c says why that is safe).
+ * pass within it (limits.c says why that is safe).  The keys parked at
+ * now_ms (key_park.h) are held from the start.
  */
-extern void a2_limits_call_begin(void);
+extern void a2_limits_call_begin(int64 now_ms);
 extern void a2_limits_call_end(void);
+
+/* Within a call: the first until of the keys parked at its start. */
+extern bool a2_limits_call_parked_until(int64 *until);
 
 /*
  * Within a call: decide the key now if the call has not (the caller holds

@@ -39,15 +39,12 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
-#include "catalog/pg_class.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/memutils.h"
-#include "utils/syscache.h"
 
 #include "extension.h"
 #include "lowwater.h"
@@ -132,16 +129,8 @@ table(void)
 static bool
 slot_key(const char *session_id, LowWaterSlot *key)
 {
-	Oid			relid = a2_relid("a2_events");
-	HeapTuple	tup;
-
-	if (!OidIsValid(relid))
+	if (!a2_relfilenode("a2_events", &key->relnode))
 		return false;
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tup))
-		return false;
-	key->relnode = (Oid) ((Form_pg_class) GETSTRUCT(tup))->relfilenode;
-	ReleaseSysCache(tup);
 	key->dbid = MyDatabaseId;
 	key->session_hash = hash_bytes_extended((const unsigned char *) session_id,
 											strlen(session_id), 0);

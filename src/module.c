@@ -21,6 +21,7 @@
 #include "a2.h"
 #include "clock.h"
 #include "extension.h"
+#include "key_park.h"
 #include "lowwater.h"
 #include "notifier.h"
 #include "notify.h"
@@ -43,6 +44,7 @@ _PG_init(void)
 	a2_statements_init();
 	a2_plan_floor_init();
 	a2_low_water_init();
+	a2_key_park_init();
 	/* after every a2.* setting is defined, so none of their placeholders is lost */
 	MarkGUCPrefixReserved("a2");
 }

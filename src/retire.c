@@ -51,6 +51,7 @@
 #include "clock.h"
 #include "extension.h"
 #include "json_out.h"
+#include "key_park.h"
 #include "retire.h"
 #include "spi_util.h"
 #include "statements.h"
@@ -245,6 +246,8 @@ drop_locked(const char *session_id, bool force, int64 cutoff_ms,
 				 errhint("Complete or fail them first, or call a2_drop_session with force => true.")));
 
 	a2_bind_int8(&a, 3, now_ms);
+	if (unfinished > 0)
+		a2_key_park_release_all();	/* leased events may go: any key's slots */
 	a2_exec_latest(&a, SPI_OK_SELECT);
 	out->events = a2_col_int64(0, DELETE_SESSION_EVENTS);
 	out->snapshots = a2_col_int64(0, DELETE_SESSION_SNAPSHOTS);

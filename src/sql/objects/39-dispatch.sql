@@ -184,6 +184,21 @@ $fn$;
 COMMENT ON FUNCTION a2_resume_queue(text) IS
 'Resume a paused queue: its work is claimable at once, and a due announcement (NOTIFY a2_events) goes out at commit for each of up to 100 sessions with work available in it.  Idempotent; returns {queue, paused, changed, announced}.';
 
+-- Any change to a2_limits (by the setters below or by hand) ends every
+-- parked key at the commit (src/key_park.c): a changed limit is applied
+-- by the next claim.
+CREATE FUNCTION a2_limits_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'a2_limits_changed'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION a2_limits_changed() IS
+'Internal: the statement trigger of a2_limits; a changed limit applies to the claims that start after the commit.  Not for direct use.';
+
+CREATE TRIGGER a2_limits_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON a2_limits
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.a2_limits_changed();
+
 CREATE FUNCTION a2_set_concurrency_limit(key text, max_leased integer)
 RETURNS jsonb
 LANGUAGE plpgsql
