@@ -60,7 +60,7 @@
 #include "extension.h"
 #include "key_park.h"
 
-#define A2_KEY_PARK_SLOTS	256
+#define A2_KEY_PARK_SLOTS	512
 #define A2_KEY_PARK_BUCKETS 1024
 #define A2_KEY_PARK_KEY_BYTES 127	/* longer keys are never parked */
 
@@ -162,10 +162,13 @@ bucket_of(const KeyId *id)
 	return (uint32) (id->hash % A2_KEY_PARK_BUCKETS);
 }
 
+/* A key may sit in either of two slots (two-choice hashing: few evictions). */
 static inline ParkSlot *
-slot_of(const KeyId *id)
+slot_of(const KeyId *id, int choice)
 {
-	return &shared->slots[(id->hash >> 20) % A2_KEY_PARK_SLOTS];
+	uint64		h = choice == 0 ? id->hash >> 16 : id->hash >> 40;
+
+	return &shared->slots[h % A2_KEY_PARK_SLOTS];
 }
 
 static inline bool
@@ -188,6 +191,43 @@ slot_stands(const ParkSlot *slot, int64 now_ms)
 	return OidIsValid(slot->id.dbid) &&
 		slot->version == version_of(bucket_of(&slot->id)) &&
 		slot->from <= now_ms && now_ms < slot->until;
+}
+
+/*
+ * Where to publish a park; the caller holds the lock exclusively.  The
+ * key's own slot if it has one, else a free one of its two (empty, or
+ * whose park no longer stands at the new park's clock), else the one that
+ * ends first.
+ */
+static ParkSlot *
+place_for(const ParkSlot *park)
+{
+	ParkSlot   *a = slot_of(&park->id, 0);
+	ParkSlot   *b = slot_of(&park->id, 1);
+
+	if (same_id(&a->id, &park->id))
+		return a;
+	if (same_id(&b->id, &park->id))
+		return b;
+	if (!slot_stands(a, park->from))
+		return a;
+	if (!slot_stands(b, park->from))
+		return b;
+	return a->until <= b->until ? a : b;
+}
+
+/* The key's slot, if one of its two holds it; the caller holds the lock. */
+static ParkSlot *
+find_slot(const KeyId *id, const char *key)
+{
+	for (int choice = 0; choice < 2; choice++)
+	{
+		ParkSlot   *slot = slot_of(id, choice);
+
+		if (same_id(&slot->id, id) && strcmp(slot->key, key) == 0)
+			return slot;
+	}
+	return NULL;
 }
 
 static void
@@ -224,7 +264,7 @@ publish(bool with_proposals)
 
 			if (p->slot.version == version_of(bucket_of(&p->slot.id)))
 			{
-				*slot_of(&p->slot.id) = p->slot;
+				*place_for(&p->slot) = p->slot;
 				shared->used = true;
 			}
 		}
@@ -393,10 +433,9 @@ a2_key_park_lookup(const char *key, int64 now_ms, int64 *until)
 
 	if (strlen(key) > A2_KEY_PARK_KEY_BYTES || !key_id(key, &id))
 		return false;
-	slot = slot_of(&id);
 	LWLockAcquire(shared->lock, LW_SHARED);
-	parked = same_id(&slot->id, &id) && strcmp(slot->key, key) == 0 &&
-		slot_stands(slot, now_ms);
+	slot = find_slot(&id, key);
+	parked = slot != NULL && slot_stands(slot, now_ms);
 	if (parked)
 		*until = slot->until;
 	else
