@@ -9,7 +9,11 @@
 # Settings (environment; defaults in brackets):
 #   A2_LONGTX_SECONDS    length of each run [180]
 #   A2_LONGTX_INTERVAL   sampling interval, seconds [15]
-#   A2_LONGTX_WORKLOADS  "W4", "W9" or both ["W4 W9"]
+#   A2_LONGTX_WORKLOADS  any of "W4", "W9" and "B9" ["W4 W9"]; B9 is
+#                        W9's loop the pgmq way (bench/b9_cycle.sql: FOR
+#                        UPDATE SKIP LOCKED on b9_events, a copy of
+#                        a2_events with its indexes), the floor W9 is
+#                        compared with
 #   A2_LONGTX_VARIANTS   "none" (nothing held open), "rr" (a REPEATABLE
 #                        READ transaction open from the start) ["none rr"]
 #   A2_LONGTX_CLIENTS    pgbench clients [1]
@@ -21,8 +25,10 @@
 #                        autovacuum on, a2_events with the shipped settings)
 #
 # Each (workload, variant) runs in a fresh database a2long: W4 starts empty
-# (one session per client, as bench/run.sh's W4); W9 starts with
-# A2_LONGTX_W9_SESSIONS sessions of one pending event (bench/setup/w9.sql).
+# (one session per client, as bench/run.sh's W4); W9 and B9 start with
+# A2_LONGTX_W9_SESSIONS sessions of one pending event (bench/setup/w9.sql,
+# which fills a2_events and its copy b9_events alike); B9's samples and
+# buffers are b9_events' and its claim statement's.
 # VACUUM ANALYZE and CHECKPOINT, then the "rr" variant opens
 #   BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM a2_events;
 # in a psql of its own and sleeps in it until the run is over (its snapshot
@@ -66,26 +72,38 @@ trap 'cleanup_run; bench_cluster_stop' EXIT
 # claim statement and of all of the run's statements (the report turns
 # them into buffers per call per interval, which the machine's load does
 # not move).
-pgss="'-'"
-if [[ $("$PSQL" -X -A -t -c 'SHOW shared_preload_libraries') == *pg_stat_statements* ]]; then
-	pgss="(SELECT coalesce(sum(calls) FILTER (WHERE query LIKE '%a2_claim%'), 0) || '/' ||
-		coalesce(sum(shared_blks_hit + shared_blks_read) FILTER (WHERE query LIKE '%a2_claim%'), 0) || '/' ||
-		coalesce(sum(shared_blks_hit + shared_blks_read), 0)
-	   FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-		AND query NOT LIKE '%pg_stat%')"
-fi
-sample_sql="SELECT round(extract(epoch FROM clock_timestamp()))::bigint,
-	round(pg_relation_size('a2_events') / 1048576.0, 2),
+# sample_sql TABLE CLAIM_LIKE: one sample of TABLE; CLAIM_LIKE picks the
+# claim statement out of pg_stat_statements
+pgss_on=false
+[[ $("$PSQL" -X -A -t -c 'SHOW shared_preload_libraries') != *pg_stat_statements* ]] || pgss_on=true
+sample_sql() {
+	local pgss="'-'"
+	if $pgss_on; then
+		pgss="(SELECT coalesce(sum(calls) FILTER (WHERE query LIKE '$2'), 0) || '/' ||
+			coalesce(sum(shared_blks_hit + shared_blks_read) FILTER (WHERE query LIKE '$2'), 0) || '/' ||
+			coalesce(sum(shared_blks_hit + shared_blks_read), 0)
+		   FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+			AND query NOT LIKE '%pg_stat%')"
+	fi
+	echo "SELECT round(extract(epoch FROM clock_timestamp()))::bigint,
+	round(pg_relation_size('$1') / 1048576.0, 2),
 	(SELECT string_agg(c.relname || '=' || round(pg_relation_size(c.oid) / 1048576.0, 2), ' ' ORDER BY c.relname)
-	   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'a2_events'::regclass),
+	   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = '$1'::regclass),
 	s.n_live_tup, s.n_dead_tup, s.autovacuum_count, $pgss
-  FROM pg_stat_user_tables s WHERE s.relid = 'a2_events'::regclass"
+  FROM pg_stat_user_tables s WHERE s.relid = '$1'::regclass"
+}
 
 # The buffers one claim call touches now (rolled back): a2_claim of a W4
 # session after one more append, or a2_claim_next.
 probe_sql() {
 	# a first call plans the statements in this new backend; not counted
-	if [[ $1 == W4 ]]; then
+	if [[ $1 == B9 ]]; then
+		# B9's claim statement, without its \gset
+		echo "BEGIN;"
+		echo "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF)"
+		sed -n '/^WITH now_ms/,/\\gset$/p' "$BENCH_DIR/b9_cycle.sql" | sed 's/ *\\gset$/;/'
+		echo "ROLLBACK;"
+	elif [[ $1 == W4 ]]; then
 		cat <<EOF
 BEGIN;
 SELECT a2_claim('lt-warm', 'probe', 30000) IS NOT NULL AS warm;
@@ -109,6 +127,7 @@ for w in $WORKLOADS; do
 		bench_log "$key: setup"
 		"$PGBIN/dropdb" --if-exists "$DB"
 		"$PGBIN/createdb" "$DB"
+		table=a2_events claim_like='%a2_claim%'
 		if [[ $w == W4 ]]; then
 			bench_psql "$DB" -c 'CREATE EXTENSION a2'
 			script=w4_cycle.sql defs=(-D prefix=lt-)
@@ -116,9 +135,13 @@ for w in $WORKLOADS; do
 			bench_psql "$DB" -c 'CREATE EXTENSION a2' -v sessions="$W9N" -v done=0 \
 				-f "$BENCH_DIR/setup/w9.sql"
 			script=w9_cycle.sql defs=()
+			if [[ $w == B9 ]]; then
+				script=b9_cycle.sql table=b9_events claim_like='%SKIP LOCKED%'
+			fi
 		fi
-		bench_psql "$DB" -c 'VACUUM ANALYZE a2_events' -c 'SELECT pg_stat_reset()' -c CHECKPOINT >/dev/null
-		if [[ $pgss != "'-'" ]]; then
+		sql=$(sample_sql "$table" "$claim_like")
+		bench_psql "$DB" -c "VACUUM ANALYZE $table" -c 'SELECT pg_stat_reset()' -c CHECKPOINT >/dev/null
+		if $pgss_on; then
 			bench_psql "$DB" -c 'CREATE EXTENSION pg_stat_statements' -c 'SELECT pg_stat_statements_reset()' >/dev/null
 		fi
 		if [[ $v == rr ]]; then
@@ -138,7 +161,7 @@ for w in $WORKLOADS; do
 			t0=$(date +%s)
 			while :; do
 				printf '%s\t%s\n' "$(($(date +%s) - t0))" \
-					"$("$PSQL" -X -A -t -F $'\t' -d "$DB" -c "$sample_sql" 2>/dev/null)"
+					"$("$PSQL" -X -A -t -F $'\t' -d "$DB" -c "$sql" 2>/dev/null)"
 				sleep "$IVL"
 			done
 		) >"$OUT/$key.samples" &
@@ -147,7 +170,7 @@ for w in $WORKLOADS; do
 		"$PGBENCH" -n -M prepared -r -P "$IVL" -c "$CLIENTS" -j "$CLIENTS" -T "$SECS" \
 			-f "$BENCH_DIR/$script" "${defs[@]}" "$DB" >"$OUT/$key.pgbench" 2>&1 ||
 			{ cat "$OUT/$key.pgbench" >&2; bench_die "pgbench failed: $key"; }
-		"$PSQL" -X -A -t -F $'\t' -d "$DB" -c "$sample_sql" | sed "s/^/final\t/" >>"$OUT/$key.samples"
+		"$PSQL" -X -A -t -F $'\t' -d "$DB" -c "$sql" | sed "s/^/final\t/" >>"$OUT/$key.samples"
 		probe_sql "$w" | "$PSQL" -X -q -d "$DB" >"$OUT/$key.probe" 2>&1 || true
 		cleanup_run
 	done
