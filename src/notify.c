@@ -22,7 +22,9 @@
  *		PREPARE them.
  *
  *	  The list lives in TopTransactionContext and is forgotten at
- *	  transaction end.  The setting a2.notify (default on) turns
+ *	  transaction end; a table from session id to the session's newest
+ *	  entry keeps a transaction that appends to n sessions at O(n), not
+ *	  O(n^2).  The setting a2.notify (default on) turns
  *	  announcements off for the sessions that set it.
  *
  * IDENTIFICATION
@@ -34,6 +36,7 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "common/hashfn.h"
 #include "commands/async.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -42,6 +45,7 @@
 #include "nodes/pg_list.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 
@@ -55,10 +59,57 @@ typedef struct PendingNotify
 	char	   *session_id;
 	int64		max_index;
 	int			nest_level;
+	struct PendingNotify *shadowed; /* the session's entry before this one */
 } PendingNotify;
 
+/* A table keyed by a session id (a char *, hashed and compared as a string). */
+typedef struct SessionEntry
+{
+	const char *session_id;		/* the key */
+	PendingNotify *latest;		/* in `latest`: the session's newest entry */
+	int			item;			/* in collect_pending: its item */
+} SessionEntry;
+
 static List *pending = NIL;
+static HTAB *latest = NULL;		/* session id -> its newest entry, in pending */
 static bool a2_notify_on = true;
+
+static uint32
+session_key_hash(const void *key, Size keysize)
+{
+	const char *s = *(const char *const *) key;
+
+	return hash_bytes((const unsigned char *) s, (int) strlen(s));
+}
+
+static int
+session_key_match(const void *key1, const void *key2, Size keysize)
+{
+	return strcmp(*(const char *const *) key1, *(const char *const *) key2);
+}
+
+/* A table of SessionEntry in the current memory context. */
+static HTAB *
+session_table(const char *name, long size)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(const char *);
+	ctl.entrysize = sizeof(SessionEntry);
+	ctl.hash = session_key_hash;
+	ctl.match = session_key_match;
+	ctl.hcxt = CurrentMemoryContext;
+	return hash_create(name, Max(size, 16), &ctl,
+					   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+}
+
+/* Forget the transaction's entries (their memory goes with the transaction). */
+static void
+forget_pending(void)
+{
+	pending = NIL;
+	latest = NULL;
+}
 
 void
 a2_notify_payload(StringInfo buf, const char *session_id, int64 max_index)
@@ -94,27 +145,26 @@ collect_pending(A2Announcement **items_out)
 	A2Announcement *items;
 	int			n = 0;
 	ListCell   *lc;
+	HTAB	   *seen = session_table("a2 announcements", list_length(pending));
 
 	items = palloc(sizeof(A2Announcement) * list_length(pending));
 	foreach(lc, pending)
 	{
 		PendingNotify *p = lfirst(lc);
-		int			i;
+		bool		found;
+		SessionEntry *e = hash_search(seen, &p->session_id, HASH_ENTER, &found);
 
-		for (i = 0; i < n; i++)
-		{
-			if (strcmp(items[i].session_id, p->session_id) == 0)
-				break;
-		}
-		if (i < n)
-			items[i].max_index = Max(items[i].max_index, p->max_index);
+		if (found)
+			items[e->item].max_index = Max(items[e->item].max_index, p->max_index);
 		else
 		{
+			e->item = n;
 			items[n].session_id = p->session_id;
 			items[n].max_index = p->max_index;
 			n++;
 		}
 	}
+	hash_destroy(seen);
 	*items_out = items;
 	return n;
 }
@@ -184,18 +234,18 @@ xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PRE_PREPARE:
 			if (pending != NIL)
 				dispatch_pending(event == XACT_EVENT_PRE_PREPARE);
-			pending = NIL;
+			forget_pending();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_ABORT:
 			/* this or another transaction (COMMIT PREPARED) may have finished */
 			a2_notifier_wake();
-			pending = NIL;
+			forget_pending();
 			break;
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			pending = NIL;
+			forget_pending();
 			break;
 		default:
 			break;
@@ -216,9 +266,22 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		foreach(lc, pending)
 		{
 			PendingNotify *p = lfirst(lc);
+			SessionEntry *e;
+			PendingNotify *keep;
 
-			if (p->nest_level >= level)
-				pending = foreach_delete_current(pending, lc);
+			if (p->nest_level < level)
+				continue;
+			pending = foreach_delete_current(pending, lc);
+			/* the session's newest entry that survives, if any */
+			e = hash_search(latest, &p->session_id, HASH_FIND, NULL);
+			if (e == NULL)
+				continue;
+			for (keep = e->latest; keep && keep->nest_level >= level; keep = keep->shadowed)
+				;
+			if (keep)
+				e->latest = keep;
+			else
+				(void) hash_search(latest, &p->session_id, HASH_REMOVE, NULL);
 		}
 	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
@@ -254,28 +317,31 @@ a2_notify_session(const char *session_id, int64 max_index)
 	int			level = GetCurrentTransactionNestLevel();
 	MemoryContext old;
 	PendingNotify *p;
-	ListCell   *lc;
+	SessionEntry *e;
 
 	if (!a2_notify_on)
 		return;
 
-	/* a later call at the same level only raises the index */
-	foreach(lc, pending)
-	{
-		p = lfirst(lc);
-		if (p->nest_level == level && strcmp(p->session_id, session_id) == 0)
-		{
-			p->max_index = Max(p->max_index, max_index);
-			return;
-		}
-	}
-
 	old = MemoryContextSwitchTo(TopTransactionContext);
+	if (latest == NULL)
+		latest = session_table("a2 pending announcements", 64);
+	e = hash_search(latest, &session_id, HASH_FIND, NULL);
+	/* a later call at the same level only raises the index */
+	if (e != NULL && e->latest->nest_level == level)
+	{
+		e->latest->max_index = Max(e->latest->max_index, max_index);
+		MemoryContextSwitchTo(old);
+		return;
+	}
 	p = palloc(sizeof(PendingNotify));
 	p->session_id = pstrdup(session_id);
 	p->max_index = max_index;
 	p->nest_level = level;
+	p->shadowed = e ? e->latest : NULL;
 	pending = lappend(pending, p);
+	if (e == NULL)
+		e = hash_search(latest, &p->session_id, HASH_ENTER, NULL);
+	e->latest = p;
 	MemoryContextSwitchTo(old);
 }
 

@@ -21,7 +21,7 @@ CREATE EXTENSION IF NOT EXISTS dblink;
 RESET client_min_messages;
 SET a2.now = '2026-01-01 00:00:00+00';
 
-SELECT plan(27);
+SELECT plan(29);
 
 CREATE TABLE notify_seen (step text, channel text, pid integer, payload text);
 
@@ -200,6 +200,30 @@ SELECT a2_append('notify-quiet', '[{"type":"t"}]') IS NOT NULL AS appended \gset
 SELECT notify_collect('notify on again');
 SELECT bag_eq($$SELECT * FROM notify_got('notify on again')$$, $$VALUES ('notify-quiet', 2::bigint)$$,
 	'a2.notify back on: notifications resume');
+
+------------------------------------------------------------------------
+-- 9. A session appended to before a savepoint, again inside it (rolled
+--    back) and again after it: one notification with the greatest index
+--    that survived; many sessions in one transaction: one each.
+------------------------------------------------------------------------
+BEGIN;
+SELECT a2_append('notify-sp', '[{"type":"t"}]') IS NOT NULL AS appended \gset
+SAVEPOINT s9;
+SELECT a2_append('notify-sp', '[{"type":"t"},{"type":"t"}]') IS NOT NULL AS appended \gset
+SAVEPOINT s9b;
+SELECT a2_append('notify-sp', '[{"type":"t"}]') IS NOT NULL AS appended \gset
+ROLLBACK TO SAVEPOINT s9;
+SELECT a2_append('notify-sp', '[{"type":"t"}]') IS NOT NULL AS appended \gset
+SELECT count(a2_append('notify-many-' || i, '[{"type":"t"}]')) AS appended FROM generate_series(1, 300) i \gset
+SELECT a2_append('notify-many-7', '[{"type":"t"}]') IS NOT NULL AS appended \gset
+COMMIT;
+SELECT notify_collect('savepoint then more');
+SELECT bag_eq($$SELECT * FROM notify_got('savepoint then more') WHERE session_id = 'notify-sp' OR session_id = 'notify-many-7'$$,
+	$$VALUES ('notify-sp', 2::bigint), ('notify-many-7', 2::bigint)$$,
+	'savepoint then more: the rolled-back appends leave index 2 for notify-sp; notify-many-7 once, at 2');
+SELECT is((SELECT count(DISTINCT session_id) FILTER (WHERE session_id LIKE 'notify-many-%') || '/' || count(*)
+			 FROM notify_got('savepoint then more')),
+		  '300/301', 'savepoint then more: 300 sessions and notify-sp, one notification each');
 
 SELECT is(dblink_disconnect('notify_listener'), 'OK', 'listener disconnected');
 
