@@ -33,6 +33,12 @@
  *	  every row of the session; and it would sway plans made with real
  *	  statistics too.
  *
+ *	  Nor are a2's kept plans JIT-compiled: their cost estimates can pass
+ *	  jit_above_cost (the claim's a2_admit filter is declared COST 10000,
+ *	  and a big table makes a generic plan's row estimates large), and then
+ *	  every execution compiles the plan again, 10 to 200 ms for a statement
+ *	  that runs in a fraction of a millisecond (bench/RESULTS.md, "JIT").
+ *
  *	  The statements are told apart by their query string: PostgreSQL passes
  *	  the CachedPlanSource's own copy (plansource->query_string) to the
  *	  planner, whether it plans the statement for the first time or again
@@ -51,6 +57,7 @@
 
 #include "access/transam.h"
 #include "executor/spi.h"
+#include "jit/jit.h"
 #include "nodes/pathnodes.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/plancat.h"
@@ -103,10 +110,12 @@ static PlannedStmt *
 a2_planner(A2_PLANNER_PARAMS)
 {
 	bool		outer = planning_a2;
+	bool		mine;
 	PlannedStmt *result = NULL;
 
-	planning_a2 = planned_statements != NULL && query_string != NULL &&
+	mine = planned_statements != NULL && query_string != NULL &&
 		hash_search(planned_statements, &query_string, HASH_FIND, NULL) != NULL;
+	planning_a2 = mine;
 	PG_TRY();
 	{
 		if (prev_planner_hook)
@@ -119,6 +128,15 @@ a2_planner(A2_PLANNER_PARAMS)
 		planning_a2 = outer;
 	}
 	PG_END_TRY();
+
+	/*
+	 * Never JIT-compiled: a2's statements touch a few rows, and compiling
+	 * one costs 10 to 200 ms at every execution, while the generic plan's
+	 * cost estimate (a claim's a2_admit filter costs 10000, a big table's
+	 * generic row estimates) can pass jit_above_cost.
+	 */
+	if (mine && result != NULL)
+		result->jitFlags = PGJIT_NONE;
 	return result;
 }
 
