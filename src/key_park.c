@@ -89,18 +89,12 @@ typedef struct ParkShared
 	ParkSlot	slots[A2_KEY_PARK_SLOTS];
 } ParkShared;
 
-/* a proposal waiting for the commit */
-typedef struct Proposal
-{
-	ParkSlot	slot;
-} Proposal;
-
 static ParkShared *shared = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* this transaction's proposals and releases, in TopTransactionContext */
-static List *proposals = NIL;
+static List *proposals = NIL;	/* of ParkSlot, waiting for the commit */
 static List *releases = NIL;	/* of KeyId */
 static bool release_all = false;
 static bool callbacks_registered = false;
@@ -260,11 +254,11 @@ publish(bool with_proposals)
 	{
 		foreach(lc, proposals)
 		{
-			Proposal   *p = lfirst(lc);
+			ParkSlot   *p = lfirst(lc);
 
-			if (p->slot.version == version_of(bucket_of(&p->slot.id)))
+			if (p->version == version_of(bucket_of(&p->id)))
 			{
-				*place_for(&p->slot) = p->slot;
+				*place_for(p) = *p;
 				shared->used = true;
 			}
 		}
@@ -337,23 +331,23 @@ a2_key_park_version(const char *key)
 void
 a2_key_park_propose(const char *key, uint64 version, int64 now_ms, int64 until)
 {
-	Proposal   *p;
+	ParkSlot   *p;
 	MemoryContext old;
 
 	if (version == 0 || until <= now_ms)
 		return;
 	register_callbacks();
 	old = MemoryContextSwitchTo(TopTransactionContext);
-	p = palloc0(sizeof(Proposal));
-	if (!key_id(key, &p->slot.id))
+	p = palloc0(sizeof(ParkSlot));
+	if (!key_id(key, &p->id))
 	{
 		MemoryContextSwitchTo(old);
 		return;
 	}
-	p->slot.version = version;
-	p->slot.from = now_ms;
-	p->slot.until = until;
-	strlcpy(p->slot.key, key, sizeof(p->slot.key));
+	p->version = version;
+	p->from = now_ms;
+	p->until = until;
+	strlcpy(p->key, key, sizeof(p->key));
 	proposals = lappend(proposals, p);
 	MemoryContextSwitchTo(old);
 }
@@ -377,9 +371,9 @@ a2_key_park_release(const char *key)
 		/* this transaction's own count of the key no longer stands */
 		foreach(lc, proposals)
 		{
-			Proposal   *p = lfirst(lc);
+			ParkSlot   *p = lfirst(lc);
 
-			if (same_id(&p->slot.id, id))
+			if (same_id(&p->id, id))
 				proposals = foreach_delete_current(proposals, lc);
 		}
 	}
@@ -408,17 +402,17 @@ a2_key_park_release_all(void)
  * transaction freed none of its slots since (a2_key_park_release drops
  * it).  The caller holds the lock.
  */
-static Proposal *
+static ParkSlot *
 own_proposal(const KeyId *id, const char *key, int64 now_ms)
 {
 	ListCell   *lc;
 
 	foreach(lc, proposals)
 	{
-		Proposal   *p = lfirst(lc);
+		ParkSlot   *p = lfirst(lc);
 
-		if (same_id(&p->slot.id, id) && strcmp(p->slot.key, key) == 0 &&
-			slot_stands(&p->slot, now_ms))
+		if (same_id(&p->id, id) && strcmp(p->key, key) == 0 &&
+			slot_stands(p, now_ms))
 			return p;
 	}
 	return NULL;
@@ -435,19 +429,11 @@ a2_key_park_lookup(const char *key, int64 now_ms, int64 *until)
 		return false;
 	LWLockAcquire(shared->lock, LW_SHARED);
 	slot = find_slot(&id, key);
-	parked = slot != NULL && slot_stands(slot, now_ms);
+	if (slot == NULL || !slot_stands(slot, now_ms))
+		slot = own_proposal(&id, key, now_ms);
+	parked = slot != NULL;
 	if (parked)
 		*until = slot->until;
-	else
-	{
-		Proposal   *own = own_proposal(&id, key, now_ms);
-
-		if (own != NULL)
-		{
-			parked = true;
-			*until = own->slot.until;
-		}
-	}
 	LWLockRelease(shared->lock);
 	return parked;
 }
@@ -458,7 +444,6 @@ a2_key_park_list(int64 now_ms, int max, char ***keys, int64 **untils)
 	KeyId		id;
 	int			n = 0;
 	char	   *buf;
-	ListCell   *lc;
 
 	*keys = NULL;
 	*untils = NULL;
@@ -473,9 +458,11 @@ a2_key_park_list(int64 now_ms, int max, char ***keys, int64 **untils)
 	*keys = palloc(sizeof(char *) * max);
 	*untils = palloc(sizeof(int64) * max);
 	LWLockAcquire(shared->lock, LW_SHARED);
-	for (int i = 0; i < A2_KEY_PARK_SLOTS && n < max; i++)
+	/* the shared parks, then this transaction's own (a key may come twice) */
+	for (int i = 0; i < A2_KEY_PARK_SLOTS + list_length(proposals) && n < max; i++)
 	{
-		ParkSlot   *slot = &shared->slots[i];
+		ParkSlot   *slot = i < A2_KEY_PARK_SLOTS ? &shared->slots[i] :
+			list_nth(proposals, i - A2_KEY_PARK_SLOTS);
 
 		if (slot->id.dbid != id.dbid || slot->id.relnode != id.relnode ||
 			!slot_stands(slot, now_ms))
@@ -483,18 +470,6 @@ a2_key_park_list(int64 now_ms, int max, char ***keys, int64 **untils)
 		(*keys)[n] = buf + (Size) n * (A2_KEY_PARK_KEY_BYTES + 1);
 		memcpy((*keys)[n], slot->key, A2_KEY_PARK_KEY_BYTES + 1);
 		(*untils)[n] = slot->until;
-		n++;
-	}
-	/* and this transaction's own (a key may come twice: the caller's table dedupes) */
-	foreach(lc, proposals)
-	{
-		Proposal   *p = lfirst(lc);
-
-		if (n >= max || !slot_stands(&p->slot, now_ms))
-			continue;
-		(*keys)[n] = buf + (Size) n * (A2_KEY_PARK_KEY_BYTES + 1);
-		memcpy((*keys)[n], p->slot.key, A2_KEY_PARK_KEY_BYTES + 1);
-		(*untils)[n] = p->slot.until;
 		n++;
 	}
 	LWLockRelease(shared->lock);

@@ -87,7 +87,6 @@ typedef struct KeyEntry
 	bool		rated;			/* has a rate limit: log its claims */
 	int64		budget;
 	int64		retry_at;		/* when the key may admit again, if budget <= 0 */
-	bool		parked;			/* found parked (key_park.h), not counted */
 } KeyEntry;
 
 static MemoryContext pass_cxt = NULL;
@@ -198,6 +197,16 @@ static A2Statement log_claims = {
 A2_STATEMENT_GROUP(limits, &key_limits, &key_leases, &key_claims, &log_claims,
 				   &prepared_xacts);
 
+/* A key parked until `until` (key_park.h): it admits nothing, uncounted. */
+static void
+hold_parked(KeyEntry *entry, int64 until)
+{
+	entry->limited = true;
+	entry->rated = false;
+	entry->budget = 0;
+	entry->retry_at = until;
+}
+
 /* A key of the table now admits nothing more: the held keys' array is stale. */
 static void
 note_held(void)
@@ -273,13 +282,7 @@ a2_limits_call_begin(int64 now_ms)
 	n = a2_key_park_list(now_ms, 1024, &keys, &untils);
 	for (int i = 0; i < n; i++)
 	{
-		KeyEntry   *entry = hash_search(pass_keys, keys[i], HASH_ENTER, NULL);
-
-		entry->limited = true;
-		entry->rated = false;
-		entry->parked = true;
-		entry->budget = 0;
-		entry->retry_at = untils[i];
+		hold_parked(hash_search(pass_keys, keys[i], HASH_ENTER, NULL), untils[i]);
 		call_parked_until = Min(call_parked_until, untils[i]);
 	}
 	if (n > 0)
@@ -330,21 +333,19 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 				rate_max,
 				per_ms;
 	uint64		version;
+	int64		until;
+
+	/* counted at its limit by a committed claim, and nothing freed since */
+	if (a2_key_park_lookup(key, now_ms, &until))
+	{
+		hold_parked(entry, until);
+		return;
+	}
 
 	entry->limited = false;
 	entry->rated = false;
 	entry->budget = PG_INT64_MAX;
 	entry->retry_at = PG_INT64_MAX;
-	entry->parked = false;
-
-	/* counted at its limit by a committed claim, and nothing freed since */
-	if (a2_key_park_lookup(key, now_ms, &entry->retry_at))
-	{
-		entry->limited = true;
-		entry->parked = true;
-		entry->budget = 0;
-		return;
-	}
 
 	a2_args_init(&a, &key_limits);
 	a2_bind_text(&a, 1, key);
