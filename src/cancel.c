@@ -59,6 +59,7 @@
 #include "spi_util.h"
 #include "statements.h"
 #include "validate.h"
+#include "walk_mark.h"
 
 PG_FUNCTION_INFO_V1(a2_cancel);
 
@@ -110,6 +111,7 @@ static A2Statement lock_unfinished = {
  */
 static A2Statement mark_cancelled = {
 	.name = "cancel.mark",
+	.walk_keys = true,			/* cancelled rows leave the index */
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_4,
 				"WITH cancelled AS ("
@@ -137,6 +139,7 @@ static A2Statement mark_cancelled = {
  */
 static A2Statement promote_lanes = {
 	.name = "cancel.promote_lanes",
+	.walk_keys = true,
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
 				"UPDATE @extschema@.a2_events e SET lane_ready = true"
@@ -286,6 +289,7 @@ cancel_events(CancelArgs *args)
 
 		if (nlanes > 0)
 		{
+			a2_walk_mark_reset();	/* a lane's next event: its own key */
 			a2_args_init(&a, &promote_lanes);
 			a2_bind(&a, 1, TEXTOID, call.session);
 			a2_bind(&a, 2, TEXTARRAYOID, a2_text_array(lanes, nlanes));

@@ -27,12 +27,14 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "a2.h"
@@ -46,6 +48,7 @@
 #include "spi_util.h"
 #include "statements.h"
 #include "validate.h"
+#include "walk_mark.h"
 
 PG_FUNCTION_INFO_V1(a2_claim);
 
@@ -101,6 +104,7 @@ PG_FUNCTION_INFO_V1(a2_claim);
 
 static A2Statement claim_eligible = {
 	.name = "claim.eligible",
+	.walk_keys = true,
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, CLAIM_ELIGIBLE_SQL("FOR UPDATE", "", A2_EVENT_COLUMNS_0_1)),
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3, CLAIM_ELIGIBLE_SQL("FOR UPDATE", CLAIM_DUE, A2_EVENT_COLUMNS_0_3)),
@@ -111,6 +115,7 @@ static A2Statement claim_eligible = {
 
 static A2Statement claim_eligible_skip_locked = {
 	.name = "claim.eligible_skip_locked",
+	.walk_keys = true,
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, CLAIM_ELIGIBLE_SQL("FOR UPDATE SKIP LOCKED", "", A2_EVENT_COLUMNS_0_1)),
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3, CLAIM_ELIGIBLE_SQL("FOR UPDATE SKIP LOCKED", CLAIM_DUE, A2_EVENT_COLUMNS_0_3)),
@@ -274,6 +279,27 @@ a2_claim_args_init_dispatch(A2ClaimArgs *args)
 	args->limits_retry_at = PG_INT64_MAX;
 }
 
+/*
+ * Some snapshot still sees the row versions of a transaction that began
+ * about DEAD_HELD_XIDS transaction ids ago: dead versions are piling up in
+ * the session indexes, out of reach of vacuum and of index scans' pruning.
+ * The horizon is the whole server's (a long transaction in another
+ * database counts too).  Either answer is safe; it only chooses the
+ * cheaper claim.
+ */
+#define DEAD_HELD_XIDS 1000
+
+static bool
+dead_versions_held(void)
+{
+	TransactionId next = ReadNextTransactionId();
+	TransactionId recent = next - DEAD_HELD_XIDS;
+
+	if (!TransactionIdIsNormal(recent) || !TransactionIdPrecedes(recent, next))
+		return false;
+	return !GlobalVisCheckRemovableXid(NULL, recent);
+}
+
 uint64
 a2_claim_session(A2ClaimArgs *args, bool skip_locked)
 {
@@ -287,6 +313,7 @@ a2_claim_session(A2ClaimArgs *args, bool skip_locked)
 	a2_bind_int8(&a, 2, args->now_ms);
 	a2_bind_text(&a, 3, args->holder);
 	a2_bind_int8(&a, 4, args->expires_ms);
+	a2_walk_mark_lower(args->expires_ms, args->expires_ms);	/* the leases' key */
 	a2_bind(&a, 5, INT8ARRAYOID, args->exclude);
 	if (args->queues)
 		a2_bind(&a, 6, TEXTARRAYOID, args->queues);
@@ -294,11 +321,14 @@ a2_claim_session(A2ClaimArgs *args, bool skip_locked)
 		a2_bind_null(&a, 6);
 	a2_bind(&a, 7, TEXTARRAYOID, args->paused);
 	/*
-	 * a2_claim_next's claim of a session (skip_locked) takes no mark: its
-	 * cost is its walk, its sessions are mostly a pending event or two, and
-	 * the probe would add two row fetches to every claim it makes.
+	 * a2_claim_next's claim of a session (skip_locked) takes no mark while
+	 * dead versions are reclaimed: its sessions are mostly a pending event
+	 * or two, and the probe would add two row fetches to every claim it
+	 * makes.  Under a snapshot held open the session's dead entries pile
+	 * up, and the mark passes them as it does for a2_claim.
 	 */
-	a2_bind_int8(&a, 8, skip_locked ? 1 : claim_low_water(args->session_id));
+	a2_bind_int8(&a, 8, skip_locked && !dead_versions_held() ?
+				 1 : claim_low_water(args->session_id));
 	a2_limits_pass_begin();
 	PG_TRY();
 	{

@@ -40,6 +40,7 @@
 #include "spi_util.h"
 #include "statements.h"
 #include "validate.h"
+#include "walk_mark.h"
 
 PG_FUNCTION_INFO_V1(a2_complete);
 
@@ -51,7 +52,8 @@ enum
 	LOCK_EVENT_ATTEMPT_COUNT,
 	LOCK_EVENT_HELD,
 	LOCK_EVENT_DEAD_LETTERED,
-	LOCK_EVENT_CONCURRENCY_KEY
+	LOCK_EVENT_CONCURRENCY_KEY,
+	LOCK_EVENT_HAS_LANE
 };
 
 static A2Statement lock_event = {
@@ -61,7 +63,7 @@ static A2Statement lock_event = {
 				"SELECT e.processed_at IS NOT NULL AS processed, e.processed_by_attempt,"
 				"       e.returned_event_ids, e.attempt_count,"
 				"       e.claim_holder IS NOT NULL AS held, e.failed_at IS NOT NULL AS dead_lettered,"
-				"       NULL::pg_catalog.text AS concurrency_key"
+				"       NULL::pg_catalog.text AS concurrency_key, e.lane IS NOT NULL AS has_lane"
 				"  FROM @extschema@.a2_events e"
 				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
 		/* 0.4.0: the key whose slot a completion frees (key_park.h) */
@@ -69,14 +71,15 @@ static A2Statement lock_event = {
 				"SELECT e.processed_at IS NOT NULL AS processed, e.processed_by_attempt,"
 				"       e.returned_event_ids, e.attempt_count,"
 				"       e.claim_holder IS NOT NULL AS held, e.failed_at IS NOT NULL AS dead_lettered,"
-				"       e.concurrency_key"
+				"       e.concurrency_key, e.lane IS NOT NULL AS has_lane"
 				"  FROM @extschema@.a2_events e"
 				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
 	},
 	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID)},
 	.session_param = 1,
 	.columns = A2_COLUMNS("processed", "processed_by_attempt", "returned_event_ids",
-						  "attempt_count", "held", "dead_lettered", "concurrency_key")
+						  "attempt_count", "held", "dead_lettered", "concurrency_key",
+						  "has_lane")
 };
 
 /*
@@ -89,6 +92,7 @@ static A2Statement lock_event = {
  */
 static A2Statement finish_event = {
 	.name = "complete.finish_event",
+	.walk_keys = true,
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
 				"WITH done AS ("
@@ -124,6 +128,7 @@ typedef struct CompleteArgs
 	int			count;
 	char	  **ids;
 	A2Call		call;			/* the call this completion runs in */
+	bool		has_lane;		/* the event has a lane */
 } CompleteArgs;
 
 static void
@@ -216,6 +221,9 @@ apply_completion(CompleteArgs *args, A2Json *js)
 	a2_bind_int8(&a, 3, now_ms);
 	a2_bind_int4(&a, 4, args->attempt);
 	a2_bind(&a, 5, JSONBOID, JsonbPGetDatum(returned_ids_jsonb(args)));
+	/* its lane's next event, if any, becomes available at its own key */
+	if (args->has_lane)
+		a2_walk_mark_reset();
 	a2_exec_latest(&a, SPI_OK_DELETE);
 }
 
@@ -261,6 +269,7 @@ complete_attempt(CompleteArgs *args)
 	held = a2_col_bool(0, LOCK_EVENT_HELD);
 	dead = a2_col_bool(0, LOCK_EVENT_DEAD_LETTERED);
 	key = a2_col_text(0, LOCK_EVENT_CONCURRENCY_KEY);
+	args->has_lane = a2_col_bool(0, LOCK_EVENT_HAS_LANE);
 
 	/* processed by this attempt (a retry), or current, held and alive */
 	completed = processed ? processed_by == args->attempt :

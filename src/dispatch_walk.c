@@ -48,6 +48,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/array.h"
@@ -61,6 +62,7 @@
 #include "limits.h"
 #include "spi_util.h"
 #include "statements.h"
+#include "walk_mark.h"
 
 #define QKEY A2_AVAILABLE_KEY
 #define QPRED A2_AVAILABLE_PRED " AND (e.queue IS NOT NULL OR e.priority IS NOT NULL)"
@@ -312,7 +314,12 @@ typedef struct Cursor
 	char	   *head_session;
 	char	   *head_key;		/* the head event's concurrency key, or NULL */
 	bool		started;		/* level found by the queue discovery */
+	bool		mark_read;		/* the plain level's walk mark was read */
+	A2WalkMark	mark;
 } Cursor;
+
+/* no transaction id when the call began (walk_mark.h) */
+static bool walk_clean;
 
 /* The highest level of the queue's non-plain entries below `below`. */
 static bool
@@ -366,6 +373,40 @@ next_level(Cursor *c, bool first)
 	c->level = level;
 }
 
+static bool
+empty_array(Datum arr)
+{
+	ArrayType  *a = DatumGetArrayTypeP(arr);
+
+	return ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a)) == 0;
+}
+
+/*
+ * The plain level's first probe starts at the walk mark (walk_mark.h):
+ * no live entry lies below it.  Only without held keys, whose filter
+ * would hide live entries from what the probe tells.
+ */
+static void
+plain_start(Cursor *c, Datum held)
+{
+	c->mark_read = true;
+	if (!empty_array(held))
+		return;
+	a2_walk_mark_read(&c->mark, walk_clean && a2_walk_mark_clean());
+	if (c->mark.usable && c->mark.mark > PG_INT64_MIN)
+		c->after_at = c->mark.mark - 1;
+}
+
+/* What the plain level's first probe found: nothing live below at. */
+static void
+plain_seen(Cursor *c, bool found, int64 now_ms)
+{
+	if (found)
+		a2_walk_mark_raise(&c->mark, c->head_at);
+	else if (now_ms < PG_INT64_MAX)
+		a2_walk_mark_raise(&c->mark, now_ms + 1);
+}
+
 static void
 fetch_head(Cursor *c, int64 now_ms)
 {
@@ -376,6 +417,10 @@ fetch_head(Cursor *c, int64 now_ms)
 
 		Datum		held = a2_limits_held_keys();
 
+		bool		first_plain = c->plain && !c->mark_read;
+
+		if (first_plain)
+			plain_start(c, held);
 		if (c->plain)
 		{
 			a2_args_init(&a, &plain_next);
@@ -413,7 +458,9 @@ fetch_head(Cursor *c, int64 now_ms)
 			c->head_session = c->after_session;
 			c->head_key = a2_col_text(0, NEXT_CONCURRENCY_KEY);
 		}
-		else
+		if (first_plain)
+			plain_seen(c, found, now_ms);
+		if (!found)
 			next_level(c, false);
 	}
 }
@@ -537,6 +584,31 @@ session_set(void)
 					   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
 }
 
+/*
+ * The plain level's retryAt: the first available-since time after now,
+ * the probe starting past the walk mark's gap when now is in it
+ * (walk_mark.h), and recording the gap it found.  The gap is recorded
+ * only from a snapshot taken after the marks were read.
+ */
+static bool
+plain_retry(int64 now_ms, int64 *at)
+{
+	A2WalkMark	m;
+	int64		from = now_ms;
+	bool		found;
+
+	a2_walk_mark_read(&m, walk_clean && !IsolationUsesXactSnapshot());
+	if (m.usable && m.mark > PG_INT64_MIN && m.mark - 1 > from)
+		from = m.mark - 1;
+	if (m.usable && m.has_gap && m.gap_lo <= now_ms && now_ms < m.gap_hi &&
+		m.gap_hi - 1 > from)
+		from = m.gap_hi - 1;
+	found = a2_layer()->next_retry_at(from, at);
+	if (m.usable)
+		a2_walk_mark_set_gap(&m, now_ms, found ? *at : PG_INT64_MAX);
+	return found;
+}
+
 /* The first available-since time after now at one cursor's levels. */
 static void
 cursor_retry(const char *queue, int64 now_ms, bool *has, int64 *at)
@@ -553,7 +625,7 @@ cursor_retry(const char *queue, int64 now_ms, bool *has, int64 *at)
 
 		if (c.plain)
 		{
-			if (!a2_layer()->next_retry_at(now_ms, &t))
+			if (!plain_retry(now_ms, &t))
 			{
 				next_level(&c, false);
 				continue;
@@ -597,6 +669,8 @@ a2_dispatch_walk(Datum queues, Datum paused, int64 now_ms, int max_sessions,
 	Cursor	   *cur = served_cursors(queues, paused, &n);
 	HTAB	   *served = session_set();
 	int			claimed = 0;
+
+	walk_clean = a2_walk_mark_clean();
 
 	while (claimed < max_sessions)
 	{
@@ -661,7 +735,7 @@ a2_dispatch_walk(Datum queues, Datum paused, int64 now_ms, int max_sessions,
 			*retry_at = a2_col_int64(0, 1);
 			*has_retry = true;
 		}
-		if (a2_layer()->next_retry_at(now_ms, &t) && (!*has_retry || t < *retry_at))
+		if (plain_retry(now_ms, &t) && (!*has_retry || t < *retry_at))
 		{
 			*retry_at = t;
 			*has_retry = true;

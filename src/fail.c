@@ -34,11 +34,13 @@
 #include "clock.h"
 #include "json_out.h"
 #include "key_park.h"
+#include "layer.h"
 #include "notify.h"
 #include "snapshot_pins.h"
 #include "spi_util.h"
 #include "statements.h"
 #include "validate.h"
+#include "walk_mark.h"
 
 PG_FUNCTION_INFO_V1(a2_fail);
 
@@ -98,7 +100,12 @@ static A2Statement record_failure = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, RECORD_FAILURE_SQL("")),
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3,
 				RECORD_FAILURE_SQL(", not_before = COALESCE($7, e.not_before)")),
+		/* 0.4.0: the event's new key, for the walk marks (walk_mark.h) */
+		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_4,
+				RECORD_FAILURE_SQL(", not_before = COALESCE($7, e.not_before)")
+				" RETURNING " A2_AVAILABLE_KEY " AS available_at"),
 	},
+	.walk_keys = true,
 	.nparams = 7,
 	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID),
 		A2_PARAM("error", TEXTOID), A2_PARAM("now", INT8OID),
@@ -184,7 +191,18 @@ fail_attempt(FailArgs *args)
 		}
 		else
 			a2_bind_null(&a, 7);
-		a2_exec_latest(&a, SPI_OK_UPDATE);
+		if (a2_has_dispatch())
+		{
+			a2_exec_latest(&a, SPI_OK_UPDATE_RETURNING);
+			if (!dead_letter)
+			{
+				int64		at = a2_col_int64(0, 1);
+
+				a2_walk_mark_lower(at, at);
+			}
+		}
+		else
+			a2_exec_latest(&a, SPI_OK_UPDATE);
 		if (key != NULL)
 			a2_key_park_release(key);	/* its lease ends: a slot frees */
 		failures += 1;

@@ -197,6 +197,17 @@ static A2Statement log_claims = {
 A2_STATEMENT_GROUP(limits, &key_limits, &key_leases, &key_claims, &log_claims,
 				   &prepared_xacts);
 
+bool
+a2_prepared_xacts_waiting(void)
+{
+	A2Args		a;
+
+	a2_args_init(&a, &prepared_xacts);
+	a2_bind(&a, 1, OIDOID, ObjectIdGetDatum(MyDatabaseId));
+	a2_exec_latest(&a, SPI_OK_SELECT);
+	return a2_col_bool(0, 1);
+}
+
 /* A key parked until `until` (key_park.h): it admits nothing, uncounted. */
 static void
 hold_parked(KeyEntry *entry, int64 until)
@@ -374,14 +385,8 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 	 * check of prepared transactions, also before the counts, finds.
 	 */
 	version = a2_key_park_version(key);
-	if (version != 0 && max_prepared_xacts > 0)
-	{
-		a2_args_init(&a, &prepared_xacts);
-		a2_bind(&a, 1, OIDOID, ObjectIdGetDatum(MyDatabaseId));
-		a2_exec_latest(&a, SPI_OK_SELECT);
-		if (a2_col_bool(0, 1))
-			version = 0;		/* nothing is parked */
-	}
+	if (version != 0 && max_prepared_xacts > 0 && a2_prepared_xacts_waiting())
+		version = 0;			/* nothing is parked */
 	if (DatumGetInt32(max_leased) > 0)
 	{
 		int64		leased;

@@ -34,6 +34,7 @@
 #include "session.h"
 #include "spi_util.h"
 #include "statements.h"
+#include "walk_mark.h"
 
 /* ---- session lock ---------------------------------------------------- */
 
@@ -175,6 +176,7 @@ enum
 /* In distributed mode event ids are unique per session (a pinned shard). */
 static A2Statement insert_batch = {
 	.name = "local.insert_batch",
+	.walk_keys = true,
 	.texts = {INSERT_TEXTS(INSERT_BATCH_SQL, ON_EVENT_ID, ON_SESSION_EVENT_ID,
 						   ", not_before", ", i.not_before",
 						   A2_APPLY(INSERT_BATCH_SQL_X, ON_EVENT_ID, MARK_FUNCTION, BATCH_DISPATCH_X))},
@@ -183,6 +185,7 @@ static A2Statement insert_batch = {
 
 static A2Statement insert_generated = {
 	.name = "local.insert_generated",
+	.walk_keys = true,
 	.texts = {INSERT_TEXTS(INSERT_BATCH_SQL, "", "", ", not_before", ", i.not_before",
 						   A2_APPLY(INSERT_BATCH_SQL_X, "", MARK_FUNCTION, BATCH_DISPATCH_X))},
 	INSERT_BATCH_PARAMS
@@ -228,6 +231,7 @@ enum
 
 static A2Statement insert_one = {
 	.name = "local.insert_one",
+	.walk_keys = true,
 	.texts = {INSERT_TEXTS(INSERT_ONE_SQL, " ON CONFLICT (event_id) DO NOTHING",
 						   " ON CONFLICT (session_id, event_id) DO NOTHING",
 						   ", not_before", ", $10",
@@ -237,10 +241,36 @@ static A2Statement insert_one = {
 
 static A2Statement insert_one_generated = {
 	.name = "local.insert_one_generated",
+	.walk_keys = true,
 	.texts = {INSERT_TEXTS(INSERT_ONE_SQL, "", "", ", not_before", ", $10",
 						   A2_APPLY(INSERT_ONE_SQL, "", MARK_FUNCTION, ONE_DISPATCH_X))},
 	INSERT_ONE_PARAMS
 };
+
+/*
+ * The walk marks (walk_mark.h): an event's key in a2_events_default_available
+ * is greatest(not_before, created_at), created_at being now.
+ */
+static void
+report_keys(A2EventInput *events, int count, int64 now_ms)
+{
+	int64		kmin = PG_INT64_MAX;
+	int64		kmax = PG_INT64_MIN;
+
+	for (int i = 0; i < count; i++)
+	{
+		int64		key = now_ms;
+
+		if (events[i].wait_stored)
+			key = Max(key, events[i].wait_gate);
+		else if (events[i].has_not_before)
+			key = Max(key, events[i].not_before);
+		kmin = Min(kmin, key);
+		kmax = Max(kmax, key);
+	}
+	if (count > 0)
+		a2_walk_mark_lower(kmin, kmax);
+}
 
 static void
 insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
@@ -278,6 +308,7 @@ insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 	else
 		a2_bind_null(&a, 14);
 
+	report_keys(ev, 1, now_ms);
 	out->inserted = a2_exec_latest(&a, SPI_OK_INSERT_RETURNING);
 	/* nothing of ours was written when the id was taken */
 	out->base = out->inserted ? a2_col_int64(0, INSERT_ONE_IDX) - 1 : PG_INT64_MAX;
@@ -338,6 +369,7 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 	a2_bind(&a, 13, INT4ARRAYOID, a2_int4_array(priorities, no_priority, count));
 	a2_bind(&a, 14, TEXTARRAYOID, a2_text_array(keys, count));
 	a2_bind(&a, 15, JSONBARRAYOID, a2_jsonb_array(wait_fors, count));
+	report_keys(events, count, now_ms);
 	a2_exec_latest(&a, SPI_OK_SELECT);
 	out->base = a2_col_int64(0, INSERT_BATCH_BASE);
 	out->pending = a2_col_bool(0, INSERT_BATCH_PENDING);

@@ -28,6 +28,7 @@
 #include "plan_floor.h"
 #include "scheduler.h"
 #include "statements.h"
+#include "walk_mark.h"
 
 A2_MODULE_MAGIC;
 
@@ -45,6 +46,7 @@ _PG_init(void)
 	a2_plan_floor_init();
 	a2_low_water_init();
 	a2_key_park_init();
+	a2_walk_mark_init();
 	/* after every a2.* setting is defined, so none of their placeholders is lost */
 	MarkGUCPrefixReserved("a2");
 }

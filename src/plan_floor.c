@@ -76,14 +76,23 @@ static a2_rel_hook_type prev_rel_hook = NULL;
 #define A2_PLAN_TUPLES_PER_PAGE	40.0	/* heap: a2_events rows are ~200 bytes */
 #define A2_PLAN_INDEX_TUPLES_PER_PAGE 100.0
 
-/* the query strings of the kept generic plans: a set of pointers */
+/*
+ * The query strings of the kept generic plans: a set of pointers, each
+ * with its statement's walk_keys (statements.h, walk_mark.h).
+ */
+typedef struct PlannedEntry
+{
+	const char *query_string;	/* the key */
+	bool		walk_keys;
+} PlannedEntry;
+
 static HTAB *planned_statements = NULL;
 
 /* true while the planner plans one of planned_statements */
 static bool planning_a2 = false;
 
 void
-a2_plan_floor_track(SPIPlanPtr plan, bool track)
+a2_plan_floor_track(SPIPlanPtr plan, bool track, bool walk_keys)
 {
 	ListCell   *lc;
 
@@ -92,7 +101,7 @@ a2_plan_floor_track(SPIPlanPtr plan, bool track)
 		HASHCTL		ctl;
 
 		ctl.keysize = sizeof(const char *);
-		ctl.entrysize = sizeof(const char *);
+		ctl.entrysize = sizeof(PlannedEntry);
 		ctl.hcxt = TopMemoryContext;
 		planned_statements = hash_create("a2 planned statements", 256, &ctl,
 										 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
@@ -100,10 +109,24 @@ a2_plan_floor_track(SPIPlanPtr plan, bool track)
 	foreach(lc, SPI_plan_get_plan_sources(plan))
 	{
 		CachedPlanSource *ps = (CachedPlanSource *) lfirst(lc);
+		PlannedEntry *e;
 
-		hash_search(planned_statements, &ps->query_string,
-					track ? HASH_ENTER : HASH_REMOVE, NULL);
+		e = hash_search(planned_statements, &ps->query_string,
+						track ? HASH_ENTER : HASH_REMOVE, NULL);
+		if (track)
+			e->walk_keys = walk_keys;
 	}
+}
+
+bool
+a2_plan_floor_walk_keys(const char *query_string)
+{
+	PlannedEntry *e;
+
+	if (planned_statements == NULL || query_string == NULL)
+		return false;
+	e = hash_search(planned_statements, &query_string, HASH_FIND, NULL);
+	return e != NULL && e->walk_keys;
 }
 
 static PlannedStmt *

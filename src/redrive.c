@@ -45,6 +45,7 @@
 #include "spi_util.h"
 #include "statements.h"
 #include "validate.h"
+#include "walk_mark.h"
 
 PG_FUNCTION_INFO_V1(a2_redrive);
 PG_FUNCTION_INFO_V1(a2_redrive_session);
@@ -98,6 +99,7 @@ static A2Statement lock_dead_letters = {
 
 static A2Statement redrive_listed = {
 	.name = "redrive.listed",
+	.walk_keys = true,
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1, REDRIVE_LISTED_SQL("", A2_EVENT_COLUMNS_0_1)),
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_3,
@@ -134,6 +136,7 @@ redrive_events(const char *session_id, int64 *indexes, int count,
 	A2Args		a;
 	uint64		n;
 
+	a2_walk_mark_reset();		/* available again at their creation time */
 	a2_args_init(&a, &redrive_listed);
 	a2_bind_text(&a, 1, session_id);
 	a2_bind(&a, 2, INT8ARRAYOID, a2_int8_array(indexes, NULL, count));

@@ -32,6 +32,7 @@
 #include "spi_util.h"
 #include "statements.h"
 #include "validate.h"
+#include "walk_mark.h"
 
 PG_FUNCTION_INFO_V1(a2_renew);
 
@@ -74,6 +75,7 @@ static A2Statement lock_listed = {
 
 static A2Statement extend_leases = {
 	.name = "renew.extend_leases",
+	.walk_keys = true,
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
 				"UPDATE @extschema@.a2_events e SET claim_expires_at = $3"
@@ -153,6 +155,7 @@ renew_claims(RenewArgs *args)
 		a2_bind(&a, 1, TEXTOID, call.session);
 		a2_bind(&a, 2, INT8ARRAYOID, a2_int8_array(renewed, NULL, nrenewed));
 		a2_bind_int8(&a, 3, args->expires_ms);
+		a2_walk_mark_lower(args->expires_ms, args->expires_ms);
 		a2_exec_latest(&a, SPI_OK_UPDATE);
 	}
 

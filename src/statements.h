@@ -90,6 +90,13 @@ typedef struct A2Statement
 	const char *const *columns;
 
 	/*
+	 * Its writes to a2_events make entries of a2_events_default_available
+	 * only at keys its caller reports to a2_walk_mark_lower() (or none):
+	 * any other write to a2_events drops the walk marks (walk_mark.h).
+	 */
+	bool		walk_keys;
+
+	/*
 	 * Text set at run time (a2_set_statement_text): for statements whose
 	 * text depends on the node's shards; texts[] gives a sample to show.
 	 */

@@ -51,10 +51,12 @@
 #include "clock.h"
 #include "extension.h"
 #include "json_out.h"
+#include "layer.h"
 #include "notify.h"
 #include "spi_util.h"
 #include "statements.h"
 #include "waits.h"
+#include "walk_mark.h"
 
 /*
  * The session's waits that one of the batch's events satisfies, each with
@@ -98,7 +100,8 @@ static A2Statement find_satisfied = {
 /* End one wait: its result, and its own notBefore back as the gate. */
 enum
 {
-	END_WAIT_NOT_BEFORE = 1
+	END_WAIT_NOT_BEFORE = 1,
+	END_WAIT_AVAILABLE_AT
 };
 
 static A2Statement end_wait = {
@@ -109,12 +112,13 @@ static A2Statement end_wait = {
 				"   SET wait_result = $3,"
 				"       not_before = (e.wait_for OPERATOR(pg_catalog.->>) 'notBefore')::pg_catalog.int8"
 				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2"
-				" RETURNING e.not_before"),
+				" RETURNING e.not_before, " A2_AVAILABLE_KEY " AS available_at"),
 	},
+	.walk_keys = true,
 	.nparams = 3,
 	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("idx", INT8OID),
 	A2_PARAM("wait_result", JSONBOID)},
-	.session_param = 1, .columns = A2_COLUMNS("not_before")
+	.session_param = 1, .columns = A2_COLUMNS("not_before", "available_at")
 };
 
 A2_STATEMENT_GROUP(waits, &find_satisfied, &end_wait);
@@ -213,6 +217,8 @@ a2_waits_satisfy(const char *session_id, A2EventInput *events, int count,
 		if (a2_exec_latest(&a, SPI_OK_UPDATE_RETURNING) != 1)
 			elog(ERROR, "waiting event %lld of session \"%s\" vanished under the session lock",
 				 (long long) waiting[r], session_id);
+		a2_walk_mark_lower(a2_col_int64(0, END_WAIT_AVAILABLE_AT),
+						   a2_col_int64(0, END_WAIT_AVAILABLE_AT));
 		nb = a2_col(0, END_WAIT_NOT_BEFORE, &isnull);
 		/* a later own notBefore still needs its announcement */
 		if (!isnull)
