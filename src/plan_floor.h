@@ -24,9 +24,10 @@ extern void a2_plan_floor_init(void);
 
 /*
  * A kept plan of a2's (track) or one about to be freed (!track);
- * walk_keys: its statement's A2Statement.walk_keys.
+ * walk_keys and index: its statement's A2Statement.walk_keys and .index.
  */
-extern void a2_plan_floor_track(SPIPlanPtr plan, bool track, bool walk_keys);
+extern void a2_plan_floor_track(SPIPlanPtr plan, bool track, bool walk_keys,
+								const char *index);
 
 /* query_string is a kept plan's of a statement whose caller reports its keys */
 extern bool a2_plan_floor_walk_keys(const char *query_string);

@@ -108,7 +108,7 @@ plans_xact_callback(XactEvent event, void *arg)
 	retired_plans = NIL;
 	foreach(lc, plans)
 	{
-		a2_plan_floor_track((SPIPlanPtr) lfirst(lc), false, false);
+		a2_plan_floor_track((SPIPlanPtr) lfirst(lc), false, false, NULL);
 		SPI_freeplan((SPIPlanPtr) lfirst(lc));
 	}
 	list_free(plans);
@@ -264,7 +264,7 @@ keep_plan(const char *sql, A2Statement *stmt, int cursor_options)
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	if (cursor_options & CURSOR_OPT_GENERIC_PLAN)
-		a2_plan_floor_track(plan, true, stmt->walk_keys);
+		a2_plan_floor_track(plan, true, stmt->walk_keys, stmt->index);
 	stmt->columns_checked = false;
 	return plan;
 }

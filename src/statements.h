@@ -97,6 +97,12 @@ typedef struct A2Statement
 	bool		walk_keys;
 
 	/*
+	 * The one index its plan reads its table through (plan_floor.c), or
+	 * NULL: the planner chooses.  For the probes whose index is the point.
+	 */
+	const char *index;
+
+	/*
 	 * Text set at run time (a2_set_statement_text): for statements whose
 	 * text depends on the node's shards; texts[] gives a sample to show.
 	 */

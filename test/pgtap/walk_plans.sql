@@ -1,0 +1,58 @@
+-- walk_plans.sql: a2_claim_next's probes of a2_events_default_available read
+-- that index whatever the statistics say (A2Statement.index,
+-- src/plan_floor.c).
+--
+-- Under a snapshot held open for minutes, ANALYZE once counted the live
+-- rows of a2_events as few and the index's entries as many, and the walk's
+-- probes were planned over a2_events_dispatch_ready with a sort, reading
+-- every version of every pending event (bench/RESULTS.md, "Walk marks").
+-- Here a rival index with the same definition, built after 5,000 entries
+-- of a2_events_default_available were deleted, is smaller, so a planner
+-- free to choose takes the rival.  auto_explain writes the plans a2's
+-- call runs to the server log, which this file reads back (as jit.sql
+-- does).
+BEGIN;
+SELECT plan(5);
+
+SELECT regexp_replace(current_setting('data_directory'), '/[^/]*$', '') || '/log' AS log \gset
+SET LOCAL a2.now = '2026-03-01 00:00:00+00';
+SELECT count(a2_append('wp-bulk-' || i, '[{"type":"t"}]')) AS appended FROM generate_series(1, 5000) i \gset
+DELETE FROM a2_events WHERE session_id LIKE 'wp-bulk-%';
+SELECT count(a2_append('wp-' || i, '[{"type":"t"}]')) AS appended FROM generate_series(1, 20) i \gset
+CREATE INDEX wp_rival ON a2_events ((COALESCE(claim_expires_at, GREATEST(not_before, created_at))), session_id)
+	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL AND queue IS NULL AND priority IS NULL;
+SELECT ok(pg_relation_size('wp_rival') < pg_relation_size('a2_events_default_available'),
+		  'the rival index is the smaller one');
+SELECT (pg_stat_file(:'log')).size AS log_before \gset
+
+LOAD 'auto_explain';
+SET LOCAL auto_explain.log_min_duration = 0;
+SET LOCAL auto_explain.log_nested_statements = on;
+-- a2 plans its statements again, with these statistics
+DISCARD PLANS;
+SELECT a2_claim_next('wp', 30000, 2) -> 'claims' AS claims \gset
+RESET auto_explain.log_min_duration;
+
+CREATE TEMP TABLE wp_plans AS
+SELECT p AS entry
+  FROM regexp_split_to_table(
+		pg_read_file(:'log', :log_before, (pg_stat_file(:'log')).size - :log_before),
+		'LOG:  duration: ') AS p
+ WHERE p LIKE '%plan:%';
+
+SELECT is(jsonb_array_length(:'claims'::jsonb), 2, 'claim_next claimed two sessions');
+-- the walk's probe: greater-than on (key, session), ordered, LIMIT 1
+SELECT ok(EXISTS (SELECT FROM wp_plans
+				   WHERE entry LIKE '%Query Text: SELECT e.session_id, COALESCE(%OPERATOR(pg_catalog.<=) $1%'),
+		  'the walk''s probe is in the log');
+SELECT is((SELECT count(*) FROM wp_plans
+			WHERE entry LIKE '%Query Text: SELECT e.session_id, COALESCE(%OPERATOR(pg_catalog.<=) $1%'
+			  AND entry NOT LIKE '%Index Scan using a2_events_default_available%'),
+		  0::bigint, 'every walk probe reads a2_events_default_available');
+SELECT is((SELECT count(*) FROM wp_plans
+			WHERE entry LIKE '%Query Text: SELECT COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)) AS available_at FROM public.a2_events e WHERE e.lane_ready AND e.processed_at IS NULL AND e.failed_at IS NULL AND e.queue IS NULL AND e.priority IS NULL%'
+			  AND entry NOT LIKE '%Index Scan using a2_events_default_available%'),
+		  0::bigint, 'the retryAt probe reads a2_events_default_available');
+
+SELECT * FROM finish();
+ROLLBACK;
