@@ -141,7 +141,7 @@ static A2Statement default_next = {
 
 static A2Statement plain_next = {
 	.name = "dispatch_walk.plain_next",
-	.index = "a2_events_default_available",
+	.index = "a2_events_default_available", .index_since = A2_OBJECTS_0_4,
 	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, P_NEXT_SQL)},
 	.nparams = 4,
 	.params = {A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),

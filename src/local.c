@@ -657,7 +657,7 @@ local_read_states(const A2StateRequests *req, const char *reducer,
 
 static A2Statement next_candidate = {
 	.name = "local.next_candidate",
-	.index = "a2_events_default_available",
+	.index = "a2_events_default_available", .index_since = A2_OBJECTS_0_4,
 	.texts = {
 		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1, NEXT_CANDIDATE_SQL(A2_AVAILABLE_KEY_0_1, "")),
 		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_3, NEXT_CANDIDATE_SQL(A2_AVAILABLE_KEY, "")),
@@ -678,7 +678,7 @@ static A2Statement next_candidate = {
 
 static A2Statement next_after_now = {
 	.name = "local.next_after_now",
-	.index = "a2_events_default_available",
+	.index = "a2_events_default_available", .index_since = A2_OBJECTS_0_4,
 	.texts = {
 		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_1, NEXT_AFTER_NOW_SQL(A2_AVAILABLE_KEY_0_1, "")),
 		A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_3, NEXT_AFTER_NOW_SQL(A2_AVAILABLE_KEY, "")),

@@ -39,6 +39,12 @@
  *	  every execution compiles the plan again, 10 to 200 ms for a statement
  *	  that runs in a fraction of a millisecond (bench/RESULTS.md, "JIT").
  *
+ *	  And a statement that names its index (A2Statement.index: the walk's
+ *	  probes of a2_events_default_available) is planned with that index
+ *	  alone among its table's: statistics taken under a long-held snapshot
+ *	  once made its plan read another index, every entry of it, and sort
+ *	  (bench/RESULTS.md, "Walk marks").
+ *
  *	  The statements are told apart by their query string: PostgreSQL passes
  *	  the CachedPlanSource's own copy (plansource->query_string) to the
  *	  planner, whether it plans the statement for the first time or again

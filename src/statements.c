@@ -264,7 +264,8 @@ keep_plan(const char *sql, A2Statement *stmt, int cursor_options)
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	if (cursor_options & CURSOR_OPT_GENERIC_PLAN)
-		a2_plan_floor_track(plan, true, stmt->walk_keys, stmt->index);
+		a2_plan_floor_track(plan, true, stmt->walk_keys,
+							a2_installed_objects() >= stmt->index_since ? stmt->index : NULL);
 	stmt->columns_checked = false;
 	return plan;
 }

@@ -99,8 +99,12 @@ typedef struct A2Statement
 	/*
 	 * The one index its plan reads its table through (plan_floor.c), or
 	 * NULL: the planner chooses.  For the probes whose index is the point.
+	 * Only over objects at least index_since: the index of that name may
+	 * exist before its text is used (a2-prepare builds 0.4.0's indexes
+	 * while 0.3.0's texts run), and must not be forced on an older text.
 	 */
 	const char *index;
+	A2Objects	index_since;
 
 	/*
 	 * Text set at run time (a2_set_statement_text): for statements whose
