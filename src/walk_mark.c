@@ -165,15 +165,16 @@ lower_gap(bool *has_gap, int64 *lo, int64 hi, const Lowering *l)
 		*has_gap = false;		/* nothing left between */
 }
 
-/* Count one lowering in the slot of relnode; the caller holds the lock. */
+/*
+ * Count one lowering in slot s, and apply it to the slot's marks when
+ * they are the writer's (mine).  The caller holds the lock.
+ */
 static void
-publish(Oid relnode, const Lowering *l)
+count_lowering(WalkMarkSlot *s, const Lowering *l, bool mine)
 {
-	WalkMarkSlot *s = slot_of(relnode);
-
 	s->seq++;
 	s->ring[s->seq % WALK_MARK_RING] = *l;
-	if (owned(s, relnode))
+	if (mine)
 	{
 		lower_mark(&s->mark, l);
 		lower_gap(&s->has_gap, &s->gap_lo, s->gap_hi, l);
@@ -187,22 +188,17 @@ publish_pending(void)
 		return;
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	if (OidIsValid(pending_relnode))
-		publish(pending_relnode, &pending_keys);
+	{
+		WalkMarkSlot *s = slot_of(pending_relnode);
+
+		count_lowering(s, &pending_keys, owned(s, pending_relnode));
+	}
 	else
 	{
 		/* a write to a table we could not name: every slot of the database */
 		for (int i = 0; i < WALK_MARK_SLOTS; i++)
-		{
-			WalkMarkSlot *s = &shared->slots[i];
-
-			s->seq++;
-			s->ring[s->seq % WALK_MARK_RING] = pending_keys;
-			if (s->dbid == MyDatabaseId)
-			{
-				lower_mark(&s->mark, &pending_keys);
-				lower_gap(&s->has_gap, &s->gap_lo, s->gap_hi, &pending_keys);
-			}
-		}
+			count_lowering(&shared->slots[i], &pending_keys,
+						   shared->slots[i].dbid == MyDatabaseId);
 	}
 	LWLockRelease(shared->lock);
 }
@@ -387,6 +383,7 @@ a2_walk_mark_read(A2WalkMark *m, bool clean_before)
 	if (shared == NULL || !events_relnode(&relnode))
 		return;
 	m->usable = true;
+	m->relnode = relnode;
 	s = slot_of(relnode);
 	LWLockAcquire(shared->lock, LW_SHARED);
 	m->seq = s->seq;
@@ -413,8 +410,8 @@ a2_walk_mark_read(A2WalkMark *m, bool clean_before)
 }
 
 /*
- * The lowerings counted in s since m was read, applied by apply(); false
- * when some are no longer in the ring.
+ * Apply to *mark and to the gap (when given) the lowerings counted in s
+ * since m was read; false when some are no longer in the ring.
  */
 static bool
 since_read(const WalkMarkSlot *s, const A2WalkMark *m, int64 *mark,
@@ -437,10 +434,10 @@ since_read(const WalkMarkSlot *s, const A2WalkMark *m, int64 *mark,
 void
 a2_walk_mark_raise(const A2WalkMark *m, int64 mark)
 {
-	Oid			relnode;
+	Oid			relnode = m->relnode;
 	WalkMarkSlot *s;
 
-	if (!m->usable || !m->may_raise || !events_relnode(&relnode))
+	if (!m->usable || !m->may_raise)
 		return;
 	s = slot_of(relnode);
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
@@ -462,15 +459,14 @@ a2_walk_mark_raise(const A2WalkMark *m, int64 mark)
 void
 a2_walk_mark_set_gap(const A2WalkMark *m, int64 lo, int64 hi)
 {
-	Oid			relnode;
 	WalkMarkSlot *s;
 	bool		has_gap = hi > lo + 1;
 
-	if (!m->usable || !m->may_raise || !has_gap || !events_relnode(&relnode))
+	if (!m->usable || !m->may_raise || !has_gap)
 		return;
-	s = slot_of(relnode);
+	s = slot_of(m->relnode);
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	if (owned(s, relnode) && since_read(s, m, NULL, &has_gap, &lo, hi) && has_gap)
+	if (owned(s, m->relnode) && since_read(s, m, NULL, &has_gap, &lo, hi) && has_gap)
 	{
 		s->has_gap = true;
 		s->gap_lo = lo;

@@ -37,6 +37,7 @@
 typedef struct A2WalkMark
 {
 	bool		usable;			/* marks are kept for this database */
+	Oid			relnode;		/* a2_events' relfilenode when read */
 	bool		may_raise;		/* this transaction may record what it saw */
 	uint64		seq;			/* the lowerings counted when read */
 	int64		mark;			/* PG_INT64_MIN: none */
