@@ -187,7 +187,6 @@ claim_next(NextArgs *args)
 	claim.exclude = a2_int8_array(NULL, NULL, 0);
 	a2_claim_args_init_dispatch(&claim);
 	claim.queues = args->queues;
-	claim.paused = a2_paused_queues();
 
 	a2j_begin_object(&js, NULL);
 	a2j_begin_array(&js, "claims");
@@ -206,7 +205,7 @@ claim_next(NextArgs *args)
 		{
 			int64		parked_until;
 
-			a2_dispatch_walk(args->queues, claim.paused, args->now_ms,
+			a2_dispatch_walk(args->queues, &claim.paused, args->now_ms,
 							 args->max_sessions, walk_try_claim, &w,
 							 &has_retry, &retry_at);
 			if (a2_limits_call_parked_until(&parked_until))
@@ -235,6 +234,7 @@ claim_next(NextArgs *args)
 		return result;
 	}
 
+	claim.paused = a2_paused_queues();
 	served = served_sessions();
 	while (claimed < args->max_sessions &&
 		   a2_layer()->next_available(args->now_ms, &after_at, &after_session))

@@ -72,6 +72,7 @@
 
 /* above every priority (A2_MAX_PRIORITY): the probe for the top level */
 #define TOP_LEVEL 32768
+#define TOP_LEVEL_SQL "32768"
 
 /*
  * The held keys' events are left out by the statement's filter: the index
@@ -208,13 +209,6 @@ enum
 	PREV_QUEUE_PRIORITY
 };
 
-static A2Statement last_queue = {
-	.name = "dispatch_walk.last_queue",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, PREV_QUEUE_SQL("e.queue IS NOT NULL"))},
-	.nparams = 0,
-	.columns = A2_COLUMNS("queue", "priority")
-};
-
 static A2Statement prev_queue = {
 	.name = "dispatch_walk.prev_queue",
 	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, PREV_QUEUE_SQL("e.queue OPERATOR(pg_catalog.<) $1"))},
@@ -222,19 +216,46 @@ static A2Statement prev_queue = {
 	.columns = A2_COLUMNS("queue", "priority")
 };
 
+#define PAUSED_SQL \
+	"SELECT COALESCE(pg_catalog.array_agg(q.queue ORDER BY q.queue)," \
+	"                '{}'::pg_catalog.text[]) AS queues" \
+	"  FROM @extschema@.a2_queues q WHERE q.paused"
+
 static A2Statement paused_queues = {
 	.name = "dispatch_walk.paused_queues",
-	.texts = {A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4,
-					  "SELECT COALESCE(pg_catalog.array_agg(q.queue ORDER BY q.queue),"
-					  "                '{}'::pg_catalog.text[]) AS queues"
-					  "  FROM @extschema@.a2_queues q WHERE q.paused")},
+	.texts = {A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4, PAUSED_SQL)},
 	.nparams = 0,
 	.columns = A2_COLUMNS("queues")
 };
 
+/*
+ * A call for every queue starts with one statement: the paused queues,
+ * the last named queue with entries and its top level (the first probe of
+ * the backwards discovery), and the default queue's top level
+ * (default_level's probe below TOP_LEVEL).
+ */
+enum
+{
+	PROLOGUE_PAUSED = 1,
+	PROLOGUE_QUEUE,
+	PROLOGUE_PRIORITY,
+	PROLOGUE_DEFAULT_LEVEL
+};
+
+static A2Statement prologue = {
+	.name = "dispatch_walk.prologue",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+					  "SELECT p.queues AS paused, l.queue, l.priority, d.priority AS default_level"
+					  "  FROM (" PAUSED_SQL ") p"
+					  "  LEFT JOIN LATERAL (" PREV_QUEUE_SQL("e.queue IS NOT NULL") ") l ON true"
+					  "  LEFT JOIN LATERAL (" Q_LEVEL_SQL(Q_DEFAULT, TOP_LEVEL_SQL) ") d ON true")},
+	.nparams = 0,
+	.columns = A2_COLUMNS("paused", "queue", "priority", "default_level")
+};
+
 A2_STATEMENT_GROUP(dispatch_walk, &named_next, &default_next, &plain_next, &named_level,
 				   &default_level, &named_retry, &default_retry, &any_retry,
-				   &last_queue, &prev_queue, &paused_queues);
+				   &prev_queue, &paused_queues, &prologue);
 
 /* ---- arguments --------------------------------------------------------- */
 
@@ -347,16 +368,12 @@ level_below(const char *queue, int32 below, int32 *level)
 }
 
 /*
- * Move to the next level below the cursor's (below TOP_LEVEL at the
- * start).  The default queue's level 0 is its plain walk.
+ * Move to `level`, the highest of the cursor's queue below `below` (not
+ * found: none).  The default queue's level 0 is its plain walk.
  */
 static void
-next_level(Cursor *c, bool first)
+set_level(Cursor *c, int32 below, bool found, int32 level)
 {
-	int32		below = first ? TOP_LEVEL : c->level;
-	int32		level;
-	bool		found = level_below(c->queue, below, &level);
-
 	c->after_at = PG_INT64_MIN;
 	c->after_session = "";
 	if (c->queue == NULL && !c->plain && below > 0 && (!found || level < 0))
@@ -372,6 +389,17 @@ next_level(Cursor *c, bool first)
 		return;
 	}
 	c->level = level;
+}
+
+/* Move to the next level below the cursor's (below TOP_LEVEL at the start). */
+static void
+next_level(Cursor *c, bool first)
+{
+	int32		below = first ? TOP_LEVEL : c->level;
+	int32		level = 0;
+	bool		found = level_below(c->queue, below, &level);
+
+	set_level(c, below, found, level);
 }
 
 static bool
@@ -495,13 +523,33 @@ in_array(const char *name, Datum arr)
 	return false;
 }
 
-/* The cursors of the queues served, paused ones left out. */
+/* A named queue's cursor, at the top level its discovery probe found. */
+static void
+add_named(Cursor **cur, int *n, int *cap, char *queue, int32 level)
+{
+	if (*n == *cap)
+	{
+		*cap *= 2;
+		*cur = repalloc(*cur, sizeof(Cursor) * *cap);
+	}
+	memset(&(*cur)[*n], 0, sizeof(Cursor));
+	(*cur)[*n].queue = queue;
+	set_level(&(*cur)[*n], TOP_LEVEL, true, level);
+	(*cur)[(*n)++].started = true;
+}
+
+/*
+ * The cursors of the queues served, paused ones left out; *paused: the
+ * paused queues.  *any_queued: a call for every queue found entries in
+ * a2_events_queue_available (a call for some queues: always true).
+ */
 static Cursor *
-served_cursors(Datum queues, Datum paused, int *count)
+served_cursors(Datum queues, Datum *paused, bool *any_queued, int *count)
 {
 	Cursor	   *cur;
 	int			n = 0;
 
+	*any_queued = true;
 	if (queues)
 	{
 		Datum	   *elems;
@@ -510,13 +558,14 @@ served_cursors(Datum queues, Datum paused, int *count)
 
 		deconstruct_array(DatumGetArrayTypeP(queues), TEXTOID, -1, false, TYPALIGN_INT,
 						  &elems, &nulls, &nq);
+		*paused = a2_paused_queues();
 		cur = palloc0(sizeof(Cursor) * Max(nq, 1));
 		for (int i = 0; i < nq; i++)
 		{
 			char	   *q = TextDatumGetCString(elems[i]);
 			bool		dup = false;
 
-			if (in_array(q, paused))
+			if (in_array(q, *paused))
 				continue;
 			for (int j = 0; j < n; j++)
 				if (strcmp(cur[j].queue ? cur[j].queue : "default", q) == 0)
@@ -529,41 +578,38 @@ served_cursors(Datum queues, Datum paused, int *count)
 	else
 	{
 		int			cap = 8;
-		char	   *before = NULL;
+		A2Args		a;
+		bool		isnull;
+		bool		has_default;
+		int32		default_level;
+		char	   *before;
 
 		cur = palloc0(sizeof(Cursor) * cap);
-		if (!in_array("default", paused))
-			cur[n++].queue = NULL;
-		for (;;)
+		a2_args_init(&a, &prologue);
+		a2_exec_latest(&a, SPI_OK_SELECT);
+		*paused = PointerGetDatum(PG_DETOAST_DATUM_COPY(a2_col(0, PROLOGUE_PAUSED, &isnull)));
+		before = a2_col_text(0, PROLOGUE_QUEUE);
+		default_level = DatumGetInt32(a2_col(0, PROLOGUE_DEFAULT_LEVEL, &isnull));
+		has_default = !isnull;
+		*any_queued = before != NULL || has_default;
+		if (!in_array("default", *paused))
 		{
-			A2Args		a;
-			char	   *q;
-			bool		isnull;
-
-			if (before == NULL)
-				a2_args_init(&a, &last_queue);
-			else
-			{
-				a2_args_init(&a, &prev_queue);
-				a2_bind_text(&a, 1, before);
-			}
+			set_level(&cur[0], TOP_LEVEL, has_default, default_level);
+			cur[n++].started = true;
+		}
+		if (before && !in_array(before, *paused))
+			add_named(&cur, &n, &cap, before,
+					  DatumGetInt32(a2_col(0, PROLOGUE_PRIORITY, &isnull)));
+		while (before)
+		{
+			a2_args_init(&a, &prev_queue);
+			a2_bind_text(&a, 1, before);
 			if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
 				break;
-			q = before = a2_col_text(0, PREV_QUEUE_QUEUE);
-			if (in_array(q, paused))
-				continue;
-			if (n == cap)
-			{
-				cap *= 2;
-				cur = repalloc(cur, sizeof(Cursor) * cap);
-			}
-			memset(&cur[n], 0, sizeof(Cursor));
-			cur[n].queue = q;
-			/* the probe found its top level: the cursor starts there */
-			cur[n].level = DatumGetInt32(a2_col(0, PREV_QUEUE_PRIORITY, &isnull));
-			cur[n].after_at = PG_INT64_MIN;
-			cur[n].after_session = "";
-			cur[n++].started = true;
+			before = a2_col_text(0, PREV_QUEUE_QUEUE);
+			if (!in_array(before, *paused))
+				add_named(&cur, &n, &cap, before,
+						  DatumGetInt32(a2_col(0, PREV_QUEUE_PRIORITY, &isnull)));
 		}
 	}
 	for (int i = 0; i < n; i++)
@@ -662,12 +708,13 @@ cursor_retry(const char *queue, int64 now_ms, bool *has, int64 *at)
 }
 
 void
-a2_dispatch_walk(Datum queues, Datum paused, int64 now_ms, int max_sessions,
+a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms, int max_sessions,
 				 A2TryClaim try_claim, void *arg, bool *has_retry,
 				 int64 *retry_at)
 {
 	int			n;
-	Cursor	   *cur = served_cursors(queues, paused, &n);
+	bool		any_queued;
+	Cursor	   *cur = served_cursors(queues, paused, &any_queued, &n);
 	HTAB	   *served = session_set();
 	int			claimed = 0;
 
@@ -725,13 +772,16 @@ a2_dispatch_walk(Datum queues, Datum paused, int64 now_ms, int max_sessions,
 		 * Every queue: one probe of a2_events_queue_retry and the plain
 		 * walk's own.  A paused queue's lease expiry may be the answer: a
 		 * retryAt is a time to look again, and an early one costs a call.
+		 * The first is left out when the call began with nothing in
+		 * a2_events_queue_available: the walk's claims of plain work add
+		 * nothing there.
 		 */
 		A2Args		a;
 		int64		t;
 
 		a2_args_init(&a, &any_retry);
 		a2_bind_int8(&a, 1, now_ms);
-		if (a2_exec(&a, false, SPI_OK_SELECT) > 0)
+		if (any_queued && a2_exec(&a, false, SPI_OK_SELECT) > 0)
 		{
 			*retry_at = a2_col_int64(0, 1);
 			*has_retry = true;

@@ -42,7 +42,8 @@ extern bool a2_dispatch_walk_enabled(void);
  * walk leaves out the key's events without visiting their sessions, and
  * the session may be offered again for its other work.  Otherwise each
  * session is offered at most once.  Must be called between
- * a2_limits_call_begin() and a2_limits_call_end().  *retry_at: the first
+ * a2_limits_call_begin() and a2_limits_call_end().  *paused: set to the
+ * paused queues (text[]) before the first try_claim.  *retry_at: the first
  * available-since time after now among the queues served (false: none).
  */
 typedef enum A2WalkAnswer
@@ -54,7 +55,7 @@ typedef enum A2WalkAnswer
 
 typedef A2WalkAnswer (*A2TryClaim) (char *session_id, char *key, void *arg);
 
-extern void a2_dispatch_walk(Datum queues, Datum paused, int64 now_ms,
+extern void a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms,
 							 int max_sessions, A2TryClaim try_claim, void *arg,
 							 bool *has_retry, int64 *retry_at);
 
