@@ -245,6 +245,15 @@ put_new_event(A2Json *js, const char *session_id, int64 idx,
 
 
 
+static bool
+batch_waits(const A2EventInput *events, int count)
+{
+	for (int i = 0; i < count; i++)
+		if (events[i].wait_stored)
+			return true;
+	return false;
+}
+
 void
 a2_insert_events(const char *session_id, A2EventInput *events, int count,
 				 int64 now_ms, A2Json *js, bool *had_pending)
@@ -298,8 +307,13 @@ a2_insert_events(const char *session_id, A2EventInput *events, int count,
 						   session_id)));
 	}
 
-	/* the waits this batch ends, its own included (waits.h) */
-	wait_results = a2_waits_satisfy(session_id, events, count, base, now_ms);
+	/*
+	 * The waits this batch ends, its own included (waits.h): none when
+	 * the session had no waiting event and the batch brings none.
+	 */
+	wait_results = NULL;
+	if (out.waiting || batch_waits(events, count))
+		wait_results = a2_waits_satisfy(session_id, events, count, base, now_ms);
 	for (int i = 0; i < count; i++)
 	{
 		Jsonb	   *wait_result = wait_results ? wait_results[i] : NULL;

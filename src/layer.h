@@ -48,6 +48,7 @@ typedef struct A2InsertOutcome
 	int64		base;			/* greatest index before the batch */
 	bool		pending;		/* the session had an unprocessed event */
 	int64		inserted;		/* rows written (fewer: an id was taken) */
+	bool		waiting;		/* the session may have had a waiting event */
 } A2InsertOutcome;
 
 /* One a2_presence_set call, validated. */

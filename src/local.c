@@ -77,8 +77,8 @@ local_try_lock_session(const char *session_id)
  * were all generated here (time-ordered UUIDs, src/uuid7.c) skips the speculative insertion.
  */
 #define INSERT_BATCH_SQL(on_conflict, mark, nb_column, nb_value) \
-	INSERT_BATCH_SQL_X(on_conflict, mark, nb_column, nb_value, "", "")
-#define INSERT_BATCH_SQL_X(on_conflict, mark, nb_column, nb_value, more_unnest, more_alias) \
+	INSERT_BATCH_SQL_X(on_conflict, mark, nb_column, nb_value, "", "", NO_WAITING)
+#define INSERT_BATCH_SQL_X(on_conflict, mark, nb_column, nb_value, more_unnest, more_alias, waiting) \
 	"WITH st AS MATERIALIZED (" \
 	"  SELECT COALESCE((SELECT e.idx FROM @extschema@.a2_events e" \
 	"                    WHERE e.session_id OPERATOR(pg_catalog.=) $1 ORDER BY e.idx DESC LIMIT 1)," \
@@ -101,7 +101,18 @@ local_try_lock_session(const char *session_id)
 	"         AS i(event_type, payload, event_id, cause, lane, batch_blocked, settled, not_before" more_alias ", ord)" \
 	on_conflict \
 	"  RETURNING 1" \
-	") SELECT st.base, st.pending, (SELECT pg_catalog.count(*) FROM ins) AS inserted FROM st"
+	") SELECT st.base, st.pending, (SELECT pg_catalog.count(*) FROM ins) AS inserted," \
+	"         " waiting " AS waiting FROM st"
+
+/*
+ * Whether the session had a waiting event before the insert (waits.c reads
+ * it to skip its probe): from 0.4.0 on, on one server; NULL before.
+ */
+#define NO_WAITING "NULL::pg_catalog.bool"
+#define WAITING(alias) \
+	"EXISTS (SELECT 1 FROM @extschema@.a2_events " alias \
+	"         WHERE " alias ".session_id OPERATOR(pg_catalog.=) $1 AND " alias ".wait_for IS NOT NULL" \
+	"           AND " alias ".wait_result IS NULL AND " alias ".processed_at IS NULL)"
 
 /*
  * The high-water mark of a dropped session (retire.c): none before 0.2.0;
@@ -149,13 +160,14 @@ local_try_lock_session(const char *session_id)
 	A2_PARAM("not_befores", INT8ARRAYOID), A2_PARAM("queues", TEXTARRAYOID), \
 	A2_PARAM("priorities", INT4ARRAYOID), A2_PARAM("concurrency_keys", TEXTARRAYOID), \
 	A2_PARAM("wait_fors", JSONBARRAYOID)}, \
-	.session_param = 1, .columns = A2_COLUMNS("base", "pending", "inserted")
+	.session_param = 1, .columns = A2_COLUMNS("base", "pending", "inserted", "waiting")
 
 enum
 {
 	INSERT_BATCH_BASE = 1,
 	INSERT_BATCH_PENDING,
-	INSERT_BATCH_INSERTED
+	INSERT_BATCH_INSERTED,
+	INSERT_BATCH_WAITING
 };
 
 /*
@@ -169,9 +181,11 @@ enum
 	", not_before, queue, priority, concurrency_key, wait_for", \
 	", i.not_before, i.queue, i.priority, i.concurrency_key, i.wait_for", \
 	", pg_catalog.unnest($12), pg_catalog.unnest($13), pg_catalog.unnest($14), pg_catalog.unnest($15)", \
-	", queue, priority, concurrency_key, wait_for"
+	", queue, priority, concurrency_key, wait_for", \
+	WAITING("w")
 #define ONE_DISPATCH_X \
-	", not_before, queue, priority, concurrency_key, wait_for", ", $10, $11, $12, $13, $14"
+	", not_before, queue, priority, concurrency_key, wait_for", ", $10, $11, $12, $13, $14", \
+	WAITING("w")
 
 /* In distributed mode event ids are unique per session (a pinned shard). */
 static A2Statement insert_batch = {
@@ -197,6 +211,8 @@ static A2Statement insert_generated = {
  * the statement's snapshot, i.e. the log before this row.
  */
 #define INSERT_ONE_SQL(on_conflict, mark, nb_column, nb_value) \
+	INSERT_ONE_SQL_X(on_conflict, mark, nb_column, nb_value, NO_WAITING)
+#define INSERT_ONE_SQL_X(on_conflict, mark, nb_column, nb_value, waiting) \
 	"INSERT INTO @extschema@.a2_events AS e" \
 	"  (session_id, idx, event_type, payload, event_id, created_at," \
 	"   cause, lane, lane_ready, processed_at" nb_column ")" \
@@ -210,7 +226,8 @@ static A2Statement insert_generated = {
 	"   CASE WHEN $8 THEN $2 END" nb_value ")" \
 	on_conflict \
 	" RETURNING e.idx, CASE WHEN $9 THEN EXISTS (SELECT 1 FROM @extschema@.a2_events q" \
-	"              WHERE q.session_id OPERATOR(pg_catalog.=) $1 AND q.processed_at IS NULL) END AS pending"
+	"              WHERE q.session_id OPERATOR(pg_catalog.=) $1 AND q.processed_at IS NULL) END AS pending," \
+	"   " waiting " AS waiting"
 
 #define INSERT_ONE_PARAMS \
 	.nparams = 14, \
@@ -221,12 +238,13 @@ static A2Statement insert_generated = {
 	A2_PARAM("want_pending", BOOLOID), A2_PARAM("not_before", INT8OID), \
 	A2_PARAM("queue", TEXTOID), A2_PARAM("priority", INT4OID), \
 	A2_PARAM("concurrency_key", TEXTOID), A2_PARAM("wait_for", JSONBOID)}, \
-	.session_param = 1, .columns = A2_COLUMNS("idx", "pending")
+	.session_param = 1, .columns = A2_COLUMNS("idx", "pending", "waiting")
 
 enum
 {
 	INSERT_ONE_IDX = 1,
-	INSERT_ONE_PENDING
+	INSERT_ONE_PENDING,
+	INSERT_ONE_WAITING
 };
 
 static A2Statement insert_one = {
@@ -235,7 +253,7 @@ static A2Statement insert_one = {
 	.texts = {INSERT_TEXTS(INSERT_ONE_SQL, " ON CONFLICT (event_id) DO NOTHING",
 						   " ON CONFLICT (session_id, event_id) DO NOTHING",
 						   ", not_before", ", $10",
-						   A2_APPLY(INSERT_ONE_SQL, " ON CONFLICT (event_id) DO NOTHING", MARK_FUNCTION, ONE_DISPATCH_X))},
+						   A2_APPLY(INSERT_ONE_SQL_X, " ON CONFLICT (event_id) DO NOTHING", MARK_FUNCTION, ONE_DISPATCH_X))},
 	INSERT_ONE_PARAMS
 };
 
@@ -243,7 +261,7 @@ static A2Statement insert_one_generated = {
 	.name = "local.insert_one_generated",
 	.walk_keys = true,
 	.texts = {INSERT_TEXTS(INSERT_ONE_SQL, "", "", ", not_before", ", $10",
-						   A2_APPLY(INSERT_ONE_SQL, "", MARK_FUNCTION, ONE_DISPATCH_X))},
+						   A2_APPLY(INSERT_ONE_SQL_X, "", MARK_FUNCTION, ONE_DISPATCH_X))},
 	INSERT_ONE_PARAMS
 };
 
@@ -270,6 +288,16 @@ report_keys(A2EventInput *events, int count, int64 now_ms)
 	}
 	if (count > 0)
 		a2_walk_mark_lower(kmin, kmax);
+}
+
+/* The statement's "waiting" column: unknown (NULL, before 0.4.0) counts as true. */
+static bool
+waiting_col(int col)
+{
+	bool		isnull;
+	Datum		d = a2_col(0, col, &isnull);
+
+	return isnull || DatumGetBool(d);
 }
 
 static void
@@ -313,6 +341,7 @@ insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 	/* nothing of ours was written when the id was taken */
 	out->base = out->inserted ? a2_col_int64(0, INSERT_ONE_IDX) - 1 : PG_INT64_MAX;
 	out->pending = out->inserted && a2_col_bool(0, INSERT_ONE_PENDING);
+	out->waiting = !out->inserted || waiting_col(INSERT_ONE_WAITING);
 }
 
 static void
@@ -374,6 +403,7 @@ insert_batch_rows(Datum session, A2EventInput *events, int count,
 	out->base = a2_col_int64(0, INSERT_BATCH_BASE);
 	out->pending = a2_col_bool(0, INSERT_BATCH_PENDING);
 	out->inserted = a2_col_int64(0, INSERT_BATCH_INSERTED);
+	out->waiting = waiting_col(INSERT_BATCH_WAITING);
 }
 
 static void

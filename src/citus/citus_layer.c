@@ -678,6 +678,7 @@ dist_insert_events(const char *session_id, A2EventInput *events, int count,
 									 generated, need_pending, out);
 		return;
 	}
+	out->waiting = true;		/* waits are refused in distributed mode */
 	a2_batch_blocked_lanes(events, count, blocked);
 	*base = base_index(session);
 	*pending = need_pending && a2_session_has_pending(session_id);
