@@ -41,7 +41,7 @@
 #include "call.h"
 #include "claim.h"
 #include "clock.h"
-#include "dispatch_walk.h"
+#include "queues.h"
 #include "json_out.h"
 #include "limits.h"
 #include "lowwater.h"

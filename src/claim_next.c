@@ -68,6 +68,7 @@
 #include "claim.h"
 #include "clock.h"
 #include "dispatch_walk.h"
+#include "queues.h"
 #include "json_out.h"
 #include "limits.h"
 #include "layer.h"
@@ -206,7 +207,7 @@ claim_next(NextArgs *args)
 			int64		parked_until;
 
 			a2_dispatch_walk(args->queues, &claim.paused, args->now_ms,
-							 args->max_sessions, walk_try_claim, &w,
+							 args->expires_ms, args->max_sessions, walk_try_claim, &w,
 							 &has_retry, &retry_at);
 			if (a2_limits_call_parked_until(&parked_until))
 			{

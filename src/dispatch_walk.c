@@ -2,9 +2,9 @@
  *
  * dispatch_walk.c
  *	  Queues and priorities (0.4.0, docs/semantics.md "Queues, priorities
- *	  and limits"): the queues argument of a2_claim and a2_claim_next, the
- *	  paused queues, and a2_claim_next's walk over queues and priority
- *	  levels.
+ *	  and limits"): a2_claim_next's walk over queues and priority levels,
+ *	  and its retryAt (the queues argument and the paused queues:
+ *	  queues.c).
  *
  *	  Where the work is: a2_events_default_available holds the default queue's
  *	  priority-0 work (queue and priority NULL), a2_events_queue_available
@@ -57,6 +57,7 @@
 
 #include "a2.h"
 #include "dispatch_walk.h"
+#include "queues.h"
 #include "events.h"
 #include "layer.h"
 #include "limits.h"
@@ -150,6 +151,35 @@ static A2Statement plain_next = {
 	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
 };
 
+/*
+ * The plain level's first probe of a call, with its retryAt probe ($5:
+ * the first available-since time after it) in the same statement.
+ */
+#define P_FIRST_SQL \
+	"SELECT h.session_id, h.available_at, h.concurrency_key, r.available_at AS retry_at" \
+	"  FROM (SELECT) one" \
+	"  LEFT JOIN LATERAL (" P_NEXT_SQL ") h ON true" \
+	"  LEFT JOIN LATERAL (SELECT " QKEY " AS available_at FROM @extschema@.a2_events e" \
+	"                      WHERE " A2_AVAILABLE_PRED A2_AVAILABLE_PLAIN \
+	"                        AND " QKEY " OPERATOR(pg_catalog.>) $5" \
+	"                      ORDER BY " QKEY " LIMIT 1) r ON true"
+
+static A2Statement plain_first = {
+	.name = "dispatch_walk.plain_first",
+	.index = "a2_events_default_available", .index_since = A2_OBJECTS_0_4,
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, P_FIRST_SQL)},
+	.nparams = 5,
+	.params = {A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),
+		A2_PARAM("after_session_id", TEXTOID), A2_PARAM("held_keys", TEXTARRAYOID),
+	A2_PARAM("retry_after", INT8OID)},
+	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key", "retry_at")
+};
+
+enum
+{
+	FIRST_RETRY_AT = 4
+};
+
 static A2Statement named_level = {
 	.name = "dispatch_walk.named_level",
 	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_LEVEL_SQL(Q_NAMED, "$2"))},
@@ -216,17 +246,6 @@ static A2Statement prev_queue = {
 	.columns = A2_COLUMNS("queue", "priority")
 };
 
-#define PAUSED_SQL \
-	"SELECT COALESCE(pg_catalog.array_agg(q.queue ORDER BY q.queue)," \
-	"                '{}'::pg_catalog.text[]) AS queues" \
-	"  FROM @extschema@.a2_queues q WHERE q.paused"
-
-static A2Statement paused_queues = {
-	.name = "dispatch_walk.paused_queues",
-	.texts = {A2_TEXT(A2_SINGLE | A2_ROUTED, A2_OBJECTS_0_4, PAUSED_SQL)},
-	.nparams = 0,
-	.columns = A2_COLUMNS("queues")
-};
 
 /*
  * A call for every queue starts with one statement: the paused queues,
@@ -246,80 +265,16 @@ static A2Statement prologue = {
 	.name = "dispatch_walk.prologue",
 	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
 					  "SELECT p.queues AS paused, l.queue, l.priority, d.priority AS default_level"
-					  "  FROM (" PAUSED_SQL ") p"
+					  "  FROM (" A2_PAUSED_QUEUES_SQL ") p"
 					  "  LEFT JOIN LATERAL (" PREV_QUEUE_SQL("e.queue IS NOT NULL") ") l ON true"
 					  "  LEFT JOIN LATERAL (" Q_LEVEL_SQL(Q_DEFAULT, TOP_LEVEL_SQL) ") d ON true")},
 	.nparams = 0,
 	.columns = A2_COLUMNS("paused", "queue", "priority", "default_level")
 };
 
-A2_STATEMENT_GROUP(dispatch_walk, &named_next, &default_next, &plain_next, &named_level,
+A2_STATEMENT_GROUP(dispatch_walk, &named_next, &default_next, &plain_next, &plain_first, &named_level,
 				   &default_level, &named_retry, &default_retry, &any_retry,
-				   &prev_queue, &paused_queues, &prologue);
-
-/* ---- arguments --------------------------------------------------------- */
-
-Datum
-a2_queues_arg(FunctionCallInfo fcinfo, int argno)
-{
-	ArrayType  *arr;
-	Datum	   *elems;
-	bool	   *nulls;
-	int			n;
-
-	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
-		return (Datum) 0;
-	arr = PG_GETARG_ARRAYTYPE_P(argno);
-	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-	if (n == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"queues\" must name at least one queue"),
-				 errhint("Pass NULL to serve every queue.")));
-	if (n > A2_MAX_LIST_ITEMS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"queues\" has %d elements; the limit is %d",
-						n, A2_MAX_LIST_ITEMS)));
-	for (int i = 0; i < n; i++)
-	{
-		int			len;
-
-		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument \"queues\" must not contain nulls")));
-		len = VARSIZE_ANY_EXHDR(DatumGetPointer(elems[i]));
-		if (len < 1 || len > A2_MAX_NAME_BYTES)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"queues\" element %d must be a non-empty name of at most %d bytes",
-							i + 1, A2_MAX_NAME_BYTES)));
-	}
-	a2_require_dispatch();
-	return PointerGetDatum(arr);
-}
-
-Datum
-a2_paused_queues(void)
-{
-	A2Args		a;
-	bool		isnull;
-	Datum		d;
-
-	if (!a2_has_dispatch() || a2_distributed())
-		return a2_text_array(NULL, 0);
-	a2_args_init(&a, &paused_queues);
-	a2_exec_latest(&a, SPI_OK_SELECT);
-	d = a2_col(0, 1, &isnull);
-	return isnull ? a2_text_array(NULL, 0) : PointerGetDatum(PG_DETOAST_DATUM_COPY(d));
-}
-
-bool
-a2_dispatch_walk_enabled(void)
-{
-	return a2_has_dispatch() && !a2_distributed();
-}
+				   &prev_queue, &prologue);
 
 /* ---- the walk ---------------------------------------------------------- */
 
@@ -342,6 +297,17 @@ typedef struct Cursor
 
 /* no transaction id when the call began (walk_mark.h) */
 static bool walk_clean;
+
+/*
+ * The plain level's retryAt, read with its first probe (plain_first):
+ * valid for the rest of the call once this call's own leases are added
+ * (they expire at walk_lease_ms, when it claimed anything).
+ */
+static bool retry_read;
+static bool retry_found;
+static int64 retry_found_at;
+static bool walk_claimed;
+static int64 walk_lease_ms;
 
 /* The highest level of the queue's non-plain entries below `below`. */
 static bool
@@ -436,6 +402,37 @@ plain_seen(Cursor *c, bool found, int64 now_ms)
 		a2_walk_mark_raise(&c->mark, now_ms + 1);
 }
 
+/*
+ * Where the plain retryAt probe starts: after now, past the walk mark
+ * and past the gap now is in (walk_mark.h).
+ */
+static int64
+retry_from(const A2WalkMark *m, int64 now_ms)
+{
+	int64		from = now_ms;
+
+	if (m->usable && m->mark > PG_INT64_MIN && m->mark - 1 > from)
+		from = m->mark - 1;
+	if (m->usable && m->has_gap && m->gap_lo <= now_ms && now_ms < m->gap_hi &&
+		m->gap_hi - 1 > from)
+		from = m->gap_hi - 1;
+	return from;
+}
+
+/* What the first probe's retryAt probe found: no live entry in (now, at). */
+static void
+retry_seen(Cursor *c, int64 now_ms)
+{
+	bool		isnull;
+	Datum		d = a2_col(0, FIRST_RETRY_AT, &isnull);
+
+	retry_read = true;
+	retry_found = !isnull;
+	retry_found_at = isnull ? 0 : DatumGetInt64(d);
+	if (c->mark.usable)
+		a2_walk_mark_set_gap(&c->mark, now_ms, retry_found ? retry_found_at : PG_INT64_MAX);
+}
+
 static void
 fetch_head(Cursor *c, int64 now_ms)
 {
@@ -443,6 +440,7 @@ fetch_head(Cursor *c, int64 now_ms)
 	{
 		A2Args		a;
 		bool		found;
+		bool		isnull;
 
 		Datum		held = a2_limits_held_keys();
 
@@ -452,11 +450,13 @@ fetch_head(Cursor *c, int64 now_ms)
 			plain_start(c, held);
 		if (c->plain)
 		{
-			a2_args_init(&a, &plain_next);
+			a2_args_init(&a, first_plain ? &plain_first : &plain_next);
 			a2_bind_int8(&a, 1, now_ms);
 			a2_bind_int8(&a, 2, c->after_at);
 			a2_bind_text(&a, 3, c->after_session);
 			a2_bind(&a, 4, TEXTARRAYOID, held);
+			if (first_plain)
+				a2_bind_int8(&a, 5, retry_from(&c->mark, now_ms));
 		}
 		else if (c->queue)
 		{
@@ -478,6 +478,12 @@ fetch_head(Cursor *c, int64 now_ms)
 			a2_bind(&a, 5, TEXTARRAYOID, held);
 		}
 		found = a2_exec_latest(&a, SPI_OK_SELECT) > 0;
+		if (first_plain)
+		{
+			retry_seen(c, now_ms);
+			(void) a2_col(0, NEXT_SESSION_ID, &isnull);
+			found = !isnull;
+		}
 		if (found)
 		{
 			c->after_session = a2_col_text(0, NEXT_SESSION_ID);
@@ -641,16 +647,18 @@ static bool
 plain_retry(int64 now_ms, int64 *at)
 {
 	A2WalkMark	m;
-	int64		from = now_ms;
 	bool		found;
 
+	if (retry_read)
+	{
+		/* read with the first probe: this call's leases are the news */
+		*at = retry_found_at;
+		if (walk_claimed && (!retry_found || walk_lease_ms < *at))
+			*at = walk_lease_ms;
+		return retry_found || walk_claimed;
+	}
 	a2_walk_mark_read(&m, walk_clean && !IsolationUsesXactSnapshot());
-	if (m.usable && m.mark > PG_INT64_MIN && m.mark - 1 > from)
-		from = m.mark - 1;
-	if (m.usable && m.has_gap && m.gap_lo <= now_ms && now_ms < m.gap_hi &&
-		m.gap_hi - 1 > from)
-		from = m.gap_hi - 1;
-	found = a2_layer()->next_retry_at(from, at);
+	found = a2_layer()->next_retry_at(retry_from(&m, now_ms), at);
 	if (m.usable)
 		a2_walk_mark_set_gap(&m, now_ms, found ? *at : PG_INT64_MAX);
 	return found;
@@ -708,17 +716,22 @@ cursor_retry(const char *queue, int64 now_ms, bool *has, int64 *at)
 }
 
 void
-a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms, int max_sessions,
-				 A2TryClaim try_claim, void *arg, bool *has_retry,
-				 int64 *retry_at)
+a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms, int64 lease_ms,
+				 int max_sessions, A2TryClaim try_claim, void *arg,
+				 bool *has_retry, int64 *retry_at)
 {
 	int			n;
 	bool		any_queued;
-	Cursor	   *cur = served_cursors(queues, paused, &any_queued, &n);
-	HTAB	   *served = session_set();
+	Cursor	   *cur;
+	HTAB	   *served;
 	int			claimed = 0;
 
 	walk_clean = a2_walk_mark_clean();
+	retry_read = false;
+	walk_claimed = false;
+	walk_lease_ms = lease_ms;
+	cur = served_cursors(queues, paused, &any_queued, &n);
+	served = session_set();
 
 	while (claimed < max_sessions)
 	{
@@ -749,6 +762,7 @@ a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms, int max_sessions,
 		{
 			case A2_WALK_CLAIMED:
 				claimed++;
+				walk_claimed = true;
 				break;
 			case A2_WALK_HELD:
 				/* the head's key is held: the session's other work may come later */

@@ -18,20 +18,6 @@
 #include "fmgr.h"
 
 /*
- * A "queues text[]" argument: (Datum) 0 for NULL or an absent argument
- * (an older SQL declaration); else the validated array (22004 for a null
- * element, 22023 for an empty array, an empty name or one over 1024
- * bytes, or over 10000 names; 0A000 before 0.4.0 or in distributed mode).
- */
-extern Datum a2_queues_arg(FunctionCallInfo fcinfo, int argno);
-
-/* The paused queues as text[] (empty before 0.4.0); inside SPI. */
-extern Datum a2_paused_queues(void);
-
-/* Whether a2_claim_next walks queues and priorities (0.4.0, one node). */
-extern bool a2_dispatch_walk_enabled(void);
-
-/*
  * a2_claim_next's walk over the queues served (queues: a text[] Datum, 0
  * for every queue not paused), highest priority first, then oldest
  * available first.  For each candidate session it calls
@@ -43,7 +29,8 @@ extern bool a2_dispatch_walk_enabled(void);
  * the session may be offered again for its other work.  Otherwise each
  * session is offered at most once.  Must be called between
  * a2_limits_call_begin() and a2_limits_call_end().  *paused: set to the
- * paused queues (text[]) before the first try_claim.  *retry_at: the first
+ * paused queues (text[]) before the first try_claim.  lease_ms: when the
+ * leases try_claim takes expire (part of the retryAt).  *retry_at: the first
  * available-since time after now among the queues served (false: none).
  */
 typedef enum A2WalkAnswer
@@ -56,7 +43,7 @@ typedef enum A2WalkAnswer
 typedef A2WalkAnswer (*A2TryClaim) (char *session_id, char *key, void *arg);
 
 extern void a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms,
-							 int max_sessions, A2TryClaim try_claim, void *arg,
-							 bool *has_retry, int64 *retry_at);
+							 int64 lease_ms, int max_sessions, A2TryClaim try_claim,
+							 void *arg, bool *has_retry, int64 *retry_at);
 
 #endif							/* A2_DISPATCH_WALK_H */

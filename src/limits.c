@@ -53,7 +53,6 @@
  */
 #include "postgres.h"
 
-#include "access/twophase.h"
 #include "access/xact.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
@@ -71,6 +70,7 @@
 #include "json_out.h"
 #include "key_park.h"
 #include "limits.h"
+#include "prepared.h"
 #include "spi_util.h"
 #include "statements.h"
 #include "validate.h"
@@ -139,22 +139,6 @@ static A2Statement key_leases = {
 	.columns = A2_COLUMNS("leased", "first_expiry")
 };
 
-/*
- * Whether a prepared transaction of this database is waiting for COMMIT
- * PREPARED: it may free a slot without a version change after it (see
- * key_park.c), so no key is parked meanwhile.
- */
-static A2Statement prepared_xacts = {
-	.name = "limits.prepared_xacts",
-	.texts = {
-		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
-				"SELECT EXISTS (SELECT FROM pg_catalog.pg_prepared_xact() p"
-				"                WHERE p.dbid OPERATOR(pg_catalog.=) $1) AS prepared"),
-	},
-	.nparams = 1, .params = {A2_PARAM("dbid", OIDOID)},
-	.columns = A2_COLUMNS("prepared")
-};
-
 /* a key's claims in the window (now - per_ms, now] and the oldest of them */
 enum
 {
@@ -194,19 +178,8 @@ static A2Statement log_claims = {
 	.nparams = 2, .params = {A2_PARAM("keys", TEXTARRAYOID), A2_PARAM("now", INT8OID)},
 };
 
-A2_STATEMENT_GROUP(limits, &key_limits, &key_leases, &key_claims, &log_claims,
-				   &prepared_xacts);
+A2_STATEMENT_GROUP(limits, &key_limits, &key_leases, &key_claims, &log_claims);
 
-bool
-a2_prepared_xacts_waiting(void)
-{
-	A2Args		a;
-
-	a2_args_init(&a, &prepared_xacts);
-	a2_bind(&a, 1, OIDOID, ObjectIdGetDatum(MyDatabaseId));
-	a2_exec_latest(&a, SPI_OK_SELECT);
-	return a2_col_bool(0, 1);
-}
 
 /* A key parked until `until` (key_park.h): it admits nothing, uncounted. */
 static void
@@ -385,7 +358,7 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 	 * check of prepared transactions, also before the counts, finds.
 	 */
 	version = a2_key_park_version(key);
-	if (version != 0 && max_prepared_xacts > 0 && a2_prepared_xacts_waiting())
+	if (version != 0 && a2_prepared_xacts_waiting())
 		version = 0;			/* nothing is parked */
 	if (DatumGetInt32(max_leased) > 0)
 	{

@@ -54,11 +54,4 @@ extern void a2_limits_pass_end(bool *denied, int64 *retry_at);
  */
 extern void a2_limits_note_claims(uint64 n, int64 now_ms);
 
-/*
- * A prepared transaction of this database is waiting for COMMIT PREPARED
- * (its writes become visible in another backend, after every callback of
- * its own: the shared hints of key_park.c and walk_mark.c wait for it).
- */
-extern bool a2_prepared_xacts_waiting(void);
-
 #endif							/* A2_LIMITS_H */

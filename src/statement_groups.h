@@ -22,6 +22,7 @@
 	X(read) \
 	X(claim) \
 	X(limits) \
+	X(queues) \
 	X(dispatch_walk) \
 	X(renew) \
 	X(complete) \

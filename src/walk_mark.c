@@ -44,7 +44,6 @@
 #include "postgres.h"
 
 #include "access/transam.h"
-#include "access/twophase.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -62,7 +61,7 @@
 #include "utils/syscache.h"
 
 #include "extension.h"
-#include "limits.h"
+#include "prepared.h"
 #include "plan_floor.h"
 #include "walk_mark.h"
 
@@ -401,7 +400,7 @@ a2_walk_mark_read(A2WalkMark *m, bool clean_before)
 	 * transaction prepared after this check counts its lowering after the
 	 * sequence read; one prepared before it is waiting here.
 	 */
-	m->may_raise = clean_before && !(max_prepared_xacts > 0 && a2_prepared_xacts_waiting());
+	m->may_raise = clean_before && !a2_prepared_xacts_waiting();
 	if (pending)
 	{
 		lower_mark(&m->mark, &pending_keys);
