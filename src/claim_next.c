@@ -207,7 +207,7 @@ claim_next(NextArgs *args)
 			int64		parked_until;
 
 			a2_dispatch_walk(args->queues, &claim.paused, args->now_ms,
-							 args->expires_ms, args->max_sessions, walk_try_claim, &w,
+							 args->max_sessions, walk_try_claim, &w,
 							 &has_retry, &retry_at);
 			if (a2_limits_call_parked_until(&parked_until))
 			{

@@ -48,17 +48,21 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "storage/bufmgr.h"
 #include "utils/hsearch.h"
+#include "utils/rel.h"
 
 #include "a2.h"
 #include "dispatch_walk.h"
 #include "queues.h"
 #include "events.h"
+#include "extension.h"
 #include "layer.h"
 #include "limits.h"
 #include "spi_util.h"
@@ -149,35 +153,6 @@ static A2Statement plain_next = {
 	.params = {A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),
 		A2_PARAM("after_session_id", TEXTOID), A2_PARAM("held_keys", TEXTARRAYOID)},
 	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
-};
-
-/*
- * The plain level's first probe of a call, with its retryAt probe ($5:
- * the first available-since time after it) in the same statement.
- */
-#define P_FIRST_SQL \
-	"SELECT h.session_id, h.available_at, h.concurrency_key, r.available_at AS retry_at" \
-	"  FROM (SELECT) one" \
-	"  LEFT JOIN LATERAL (" P_NEXT_SQL ") h ON true" \
-	"  LEFT JOIN LATERAL (SELECT " QKEY " AS available_at FROM @extschema@.a2_events e" \
-	"                      WHERE " A2_AVAILABLE_PRED A2_AVAILABLE_PLAIN \
-	"                        AND " QKEY " OPERATOR(pg_catalog.>) $5" \
-	"                      ORDER BY " QKEY " LIMIT 1) r ON true"
-
-static A2Statement plain_first = {
-	.name = "dispatch_walk.plain_first",
-	.index = "a2_events_default_available", .index_since = A2_OBJECTS_0_4,
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, P_FIRST_SQL)},
-	.nparams = 5,
-	.params = {A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),
-		A2_PARAM("after_session_id", TEXTOID), A2_PARAM("held_keys", TEXTARRAYOID),
-	A2_PARAM("retry_after", INT8OID)},
-	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key", "retry_at")
-};
-
-enum
-{
-	FIRST_RETRY_AT = 4
 };
 
 static A2Statement named_level = {
@@ -272,7 +247,7 @@ static A2Statement prologue = {
 	.columns = A2_COLUMNS("paused", "queue", "priority", "default_level")
 };
 
-A2_STATEMENT_GROUP(dispatch_walk, &named_next, &default_next, &plain_next, &plain_first, &named_level,
+A2_STATEMENT_GROUP(dispatch_walk, &named_next, &default_next, &plain_next, &named_level,
 				   &default_level, &named_retry, &default_retry, &any_retry,
 				   &prev_queue, &prologue);
 
@@ -297,17 +272,6 @@ typedef struct Cursor
 
 /* no transaction id when the call began (walk_mark.h) */
 static bool walk_clean;
-
-/*
- * The plain level's retryAt, read with its first probe (plain_first):
- * valid for the rest of the call once this call's own leases are added
- * (they expire at walk_lease_ms, when it claimed anything).
- */
-static bool retry_read;
-static bool retry_found;
-static int64 retry_found_at;
-static bool walk_claimed;
-static int64 walk_lease_ms;
 
 /* The highest level of the queue's non-plain entries below `below`. */
 static bool
@@ -402,37 +366,6 @@ plain_seen(Cursor *c, bool found, int64 now_ms)
 		a2_walk_mark_raise(&c->mark, now_ms + 1);
 }
 
-/*
- * Where the plain retryAt probe starts: after now, past the walk mark
- * and past the gap now is in (walk_mark.h).
- */
-static int64
-retry_from(const A2WalkMark *m, int64 now_ms)
-{
-	int64		from = now_ms;
-
-	if (m->usable && m->mark > PG_INT64_MIN && m->mark - 1 > from)
-		from = m->mark - 1;
-	if (m->usable && m->has_gap && m->gap_lo <= now_ms && now_ms < m->gap_hi &&
-		m->gap_hi - 1 > from)
-		from = m->gap_hi - 1;
-	return from;
-}
-
-/* What the first probe's retryAt probe found: no live entry in (now, at). */
-static void
-retry_seen(Cursor *c, int64 now_ms)
-{
-	bool		isnull;
-	Datum		d = a2_col(0, FIRST_RETRY_AT, &isnull);
-
-	retry_read = true;
-	retry_found = !isnull;
-	retry_found_at = isnull ? 0 : DatumGetInt64(d);
-	if (c->mark.usable)
-		a2_walk_mark_set_gap(&c->mark, now_ms, retry_found ? retry_found_at : PG_INT64_MAX);
-}
-
 static void
 fetch_head(Cursor *c, int64 now_ms)
 {
@@ -440,7 +373,6 @@ fetch_head(Cursor *c, int64 now_ms)
 	{
 		A2Args		a;
 		bool		found;
-		bool		isnull;
 
 		Datum		held = a2_limits_held_keys();
 
@@ -450,13 +382,11 @@ fetch_head(Cursor *c, int64 now_ms)
 			plain_start(c, held);
 		if (c->plain)
 		{
-			a2_args_init(&a, first_plain ? &plain_first : &plain_next);
+			a2_args_init(&a, &plain_next);
 			a2_bind_int8(&a, 1, now_ms);
 			a2_bind_int8(&a, 2, c->after_at);
 			a2_bind_text(&a, 3, c->after_session);
 			a2_bind(&a, 4, TEXTARRAYOID, held);
-			if (first_plain)
-				a2_bind_int8(&a, 5, retry_from(&c->mark, now_ms));
 		}
 		else if (c->queue)
 		{
@@ -478,12 +408,6 @@ fetch_head(Cursor *c, int64 now_ms)
 			a2_bind(&a, 5, TEXTARRAYOID, held);
 		}
 		found = a2_exec_latest(&a, SPI_OK_SELECT) > 0;
-		if (first_plain)
-		{
-			retry_seen(c, now_ms);
-			(void) a2_col(0, NEXT_SESSION_ID, &isnull);
-			found = !isnull;
-		}
 		if (found)
 		{
 			c->after_session = a2_col_text(0, NEXT_SESSION_ID);
@@ -527,6 +451,33 @@ in_array(const char *name, Datum arr)
 		if (!nulls[i] && strcmp(TextDatumGetCString(elems[i]), name) == 0)
 			return true;
 	return false;
+}
+
+/*
+ * Nothing to discover: no queue was ever paused, and nothing was ever
+ * written to a2_events_queue_available (its btree has its metapage only;
+ * an entry of a transaction in progress has a page already).  The
+ * prologue would find no paused queue, no named queue and no default
+ * level but 0, and a2_events_queue_retry, with the same predicate, no
+ * entry either.  A queue that appears after this check is as one that
+ * appears after the prologue's snapshot.
+ */
+static bool
+never_queued(void)
+{
+	Oid			relid;
+	Relation	index;
+	bool		empty;
+
+	if (!a2_queues_never_paused())
+		return false;
+	relid = a2_relid("a2_events_queue_available");
+	if (!OidIsValid(relid))
+		return false;
+	index = index_open(relid, AccessShareLock);
+	empty = RelationGetNumberOfBlocks(index) <= 1;
+	index_close(index, NoLock);
+	return empty;
 }
 
 /* A named queue's cursor, at the top level its discovery probe found. */
@@ -591,12 +542,23 @@ served_cursors(Datum queues, Datum *paused, bool *any_queued, int *count)
 		char	   *before;
 
 		cur = palloc0(sizeof(Cursor) * cap);
-		a2_args_init(&a, &prologue);
-		a2_exec_latest(&a, SPI_OK_SELECT);
-		*paused = PointerGetDatum(PG_DETOAST_DATUM_COPY(a2_col(0, PROLOGUE_PAUSED, &isnull)));
-		before = a2_col_text(0, PROLOGUE_QUEUE);
-		default_level = DatumGetInt32(a2_col(0, PROLOGUE_DEFAULT_LEVEL, &isnull));
-		has_default = !isnull;
+		if (never_queued())
+		{
+			/* what the prologue would find */
+			*paused = a2_text_array(NULL, 0);
+			before = NULL;
+			has_default = false;
+			default_level = 0;
+		}
+		else
+		{
+			a2_args_init(&a, &prologue);
+			a2_exec_latest(&a, SPI_OK_SELECT);
+			*paused = PointerGetDatum(PG_DETOAST_DATUM_COPY(a2_col(0, PROLOGUE_PAUSED, &isnull)));
+			before = a2_col_text(0, PROLOGUE_QUEUE);
+			default_level = DatumGetInt32(a2_col(0, PROLOGUE_DEFAULT_LEVEL, &isnull));
+			has_default = !isnull;
+		}
 		*any_queued = before != NULL || has_default;
 		if (!in_array("default", *paused))
 		{
@@ -647,18 +609,16 @@ static bool
 plain_retry(int64 now_ms, int64 *at)
 {
 	A2WalkMark	m;
+	int64		from = now_ms;
 	bool		found;
 
-	if (retry_read)
-	{
-		/* read with the first probe: this call's leases are the news */
-		*at = retry_found_at;
-		if (walk_claimed && (!retry_found || walk_lease_ms < *at))
-			*at = walk_lease_ms;
-		return retry_found || walk_claimed;
-	}
 	a2_walk_mark_read(&m, walk_clean && !IsolationUsesXactSnapshot());
-	found = a2_layer()->next_retry_at(retry_from(&m, now_ms), at);
+	if (m.usable && m.mark > PG_INT64_MIN && m.mark - 1 > from)
+		from = m.mark - 1;
+	if (m.usable && m.has_gap && m.gap_lo <= now_ms && now_ms < m.gap_hi &&
+		m.gap_hi - 1 > from)
+		from = m.gap_hi - 1;
+	found = a2_layer()->next_retry_at(from, at);
 	if (m.usable)
 		a2_walk_mark_set_gap(&m, now_ms, found ? *at : PG_INT64_MAX);
 	return found;
@@ -716,22 +676,17 @@ cursor_retry(const char *queue, int64 now_ms, bool *has, int64 *at)
 }
 
 void
-a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms, int64 lease_ms,
-				 int max_sessions, A2TryClaim try_claim, void *arg,
-				 bool *has_retry, int64 *retry_at)
+a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms, int max_sessions,
+				 A2TryClaim try_claim, void *arg, bool *has_retry,
+				 int64 *retry_at)
 {
 	int			n;
 	bool		any_queued;
-	Cursor	   *cur;
-	HTAB	   *served;
+	Cursor	   *cur = served_cursors(queues, paused, &any_queued, &n);
+	HTAB	   *served = session_set();
 	int			claimed = 0;
 
 	walk_clean = a2_walk_mark_clean();
-	retry_read = false;
-	walk_claimed = false;
-	walk_lease_ms = lease_ms;
-	cur = served_cursors(queues, paused, &any_queued, &n);
-	served = session_set();
 
 	while (claimed < max_sessions)
 	{
@@ -762,7 +717,6 @@ a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms, int64 lease_ms,
 		{
 			case A2_WALK_CLAIMED:
 				claimed++;
-				walk_claimed = true;
 				break;
 			case A2_WALK_HELD:
 				/* the head's key is held: the session's other work may come later */

@@ -29,8 +29,7 @@
  * the session may be offered again for its other work.  Otherwise each
  * session is offered at most once.  Must be called between
  * a2_limits_call_begin() and a2_limits_call_end().  *paused: set to the
- * paused queues (text[]) before the first try_claim.  lease_ms: when the
- * leases try_claim takes expire (part of the retryAt).  *retry_at: the first
+ * paused queues (text[]) before the first try_claim.  *retry_at: the first
  * available-since time after now among the queues served (false: none).
  */
 typedef enum A2WalkAnswer
@@ -43,7 +42,7 @@ typedef enum A2WalkAnswer
 typedef A2WalkAnswer (*A2TryClaim) (char *session_id, char *key, void *arg);
 
 extern void a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms,
-							 int64 lease_ms, int max_sessions, A2TryClaim try_claim,
-							 void *arg, bool *has_retry, int64 *retry_at);
+							 int max_sessions, A2TryClaim try_claim, void *arg,
+							 bool *has_retry, int64 *retry_at);
 
 #endif							/* A2_DISPATCH_WALK_H */

@@ -13,9 +13,12 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "storage/bufmgr.h"
 #include "utils/array.h"
+#include "utils/rel.h"
 
 #include "a2.h"
 #include "events.h"
@@ -74,6 +77,27 @@ a2_queues_arg(FunctionCallInfo fcinfo, int argno)
 	return PointerGetDatum(arr);
 }
 
+/*
+ * No queue was ever paused here: a2_queues, which only a2_pause_queue and
+ * a2_resume_queue write, has no page (a row of a transaction in progress
+ * has one already).  Saves the paused queues' statement of every claim
+ * on a database that never paused a queue.
+ */
+bool
+a2_queues_never_paused(void)
+{
+	Oid			relid = a2_relid("a2_queues");
+	Relation	rel;
+	bool		empty;
+
+	if (!OidIsValid(relid))
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	empty = RelationGetNumberOfBlocks(rel) == 0;
+	table_close(rel, NoLock);
+	return empty;
+}
+
 Datum
 a2_paused_queues(void)
 {
@@ -81,7 +105,7 @@ a2_paused_queues(void)
 	bool		isnull;
 	Datum		d;
 
-	if (!a2_has_dispatch() || a2_distributed())
+	if (!a2_has_dispatch() || a2_distributed() || a2_queues_never_paused())
 		return a2_text_array(NULL, 0);
 	a2_args_init(&a, &paused);
 	a2_exec_latest(&a, SPI_OK_SELECT);

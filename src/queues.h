@@ -28,6 +28,9 @@
  */
 extern Datum a2_queues_arg(FunctionCallInfo fcinfo, int argno);
 
+/* No queue was ever paused in this database: a2_queues has no page. */
+extern bool a2_queues_never_paused(void);
+
 /* The paused queues as text[] (empty before 0.4.0); inside SPI. */
 extern Datum a2_paused_queues(void);
 

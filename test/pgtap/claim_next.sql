@@ -97,9 +97,6 @@ BEGIN
 END
 $$;
 CREATE TEMP TABLE costs (label text, cost text) ON COMMIT DROP;
--- A lease before each measured call (this one's, then the small call's),
--- so that both calls' retryAt probes find one first.
-SELECT a2_claim_next('cost', 60000) IS NOT NULL AS leased;
 INSERT INTO costs SELECT 'small', pg_temp.cost_of_claim_next();
 
 -- 2,000 more sessions with pending work (newer), and 20,000 more finished events.
