@@ -90,7 +90,9 @@ bench_machine() {
 		"$("$PSQL" -X -A -t -d postgres -c 'SHOW fsync')"
 	printf -- '- Kernel: %s; load average at start: %s\n' "$(uname -sr)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 	local so rev
-	so=$("$PGBIN/pg_config" --pkglibdir)/a2.so
+	# the running server's library directory (a private build may serve it)
+	so=$("$PSQL" -X -A -t -d postgres -c "SELECT setting FROM pg_catalog.pg_config() WHERE name = 'PKGLIBDIR'" 2>/dev/null ||
+		"$PGBIN/pg_config" --pkglibdir)/a2.so
 	rev=$(git -C "$A2_ROOT" describe --always --dirty 2>/dev/null || echo unknown)
 	printf -- '- a2: %s installed %s (md5 %.12s); source tree %s\n' \
 		"$so" "$(date -u -r "$so" '+%Y-%m-%d %H:%M UTC' 2>/dev/null || echo '?')" \
