@@ -1,11 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * dispatch_walk.h
- *	  Queues and priorities for a2_claim and a2_claim_next (0.4.0,
- *	  dispatch_walk.c): the queues argument, the paused queues, and
- *	  a2_claim_next's walk over queues and priority levels.  Takes no lock
- *	  of its own: the walk tries each candidate's session lock through the
- *	  caller's callback (the lock order of layer.h).
+ *	  a2_claim_next's walk over queues and priority levels (0.4.0,
+ *	  dispatch_walk.c; the queues argument and the paused queues are
+ *	  queues.h).  Takes no lock of its own: the walk tries each
+ *	  candidate's session lock through the caller's callback (the lock
+ *	  order of layer.h); reading a2_events_queue_available's size takes
+ *	  the AccessShareLock on it that the probe it saves would take.
  *
  * IDENTIFICATION
  *	  src/dispatch_walk.h

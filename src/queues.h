@@ -2,7 +2,9 @@
  *
  * queues.h
  *	  The queues of a2_claim and a2_claim_next (0.4.0, queues.c): their
- *	  "queues" argument and the paused queues.  No lock of its own.
+ *	  "queues" argument and the paused queues.  No lock of its own:
+ *	  reading a2_queues (its size, or its rows) takes AccessShareLock on
+ *	  it, at the point where its statement always took it.
  *
  * IDENTIFICATION
  *	  src/queues.h
