@@ -36,7 +36,9 @@ $$;
 -- Make bench_events' indexes those of a2_events (same definitions, names
 -- a2_events_* -> bench_events_*): drop what a2_events does not have,
 -- create what bench_events lacks.  The raw baselines then pay for exactly
--- the indexes a2 pays for, before and after a change of them.
+-- the indexes a2 pays for, before and after a change of them.  The columns
+-- an ALTER EXTENSION a2 UPDATE added to a2_events are added first (the
+-- new indexes name them).
 CREATE FUNCTION bench_sync_indexes() RETURNS SETOF text
 LANGUAGE plpgsql
 AS $$
@@ -44,6 +46,18 @@ DECLARE
 	r record;
 	norm constant text := '^CREATE (UNIQUE )?INDEX \S+ ON \S+ ';
 BEGIN
+	FOR r IN
+		SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type
+		  FROM pg_attribute a
+		 WHERE a.attrelid = 'a2_events'::regclass AND a.attnum > 0 AND NOT a.attisdropped
+		   AND NOT EXISTS (SELECT FROM pg_attribute b
+							WHERE b.attrelid = 'bench_events'::regclass
+							  AND b.attname = a.attname AND NOT b.attisdropped)
+		 ORDER BY a.attnum
+	LOOP
+		EXECUTE format('ALTER TABLE bench_events ADD COLUMN %I %s', r.attname, r.type);
+		RETURN NEXT 'added column ' || r.attname;
+	END LOOP;
 	FOR r IN
 		SELECT i.indexrelid::regclass AS idx, c.conname,
 			   regexp_replace(pg_get_indexdef(i.indexrelid), norm, 'CREATE \1INDEX ON t ') AS body
