@@ -23,6 +23,13 @@ CLUSTER_SH=$A2_ROOT/scripts/cluster.sh
 
 export A2_PGDATA=${A2_PGDATA:-/tmp/a2-bench/data}
 export A2_PGPORT=${A2_PGPORT:-54349}
+# The scripts write their results next to the data directory, before the
+# cluster starts: make that directory as scripts/cluster.sh would (owned by
+# postgres), or cluster.sh refuses a directory root made.
+if [[ ! -d $(dirname "$A2_PGDATA") ]]; then
+	mkdir -p -- "$(dirname "$A2_PGDATA")"
+	chown postgres:postgres -- "$(dirname "$A2_PGDATA")"
+fi
 A2_BENCH_KEEP=${A2_BENCH_KEEP:-0}
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 PGBENCH=${PGBENCH:-$PGBIN/pgbench}
