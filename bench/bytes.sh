@@ -20,6 +20,9 @@
 #   A2_BYTES_OPS       calls per measured block [1000]
 #   A2_BYTES_ONLY      operations to run [all: append b1 b1r claim b2claim
 #                      complete b2complete fail bfail w4 b2 claim_next b9claim]
+#                      (b9claim is bench/b9_cycle.sql's claim: it names the
+#                      0.4.0 columns, so it needs 0.4.0 objects, e.g. the
+#                      default 0.2.0 build with A2_BYTES_UPDATE=1)
 #   A2_BYTES_LABEL     a name for this run's rows (e.g. before, after) [run]
 #   A2_BYTES_REBUILD   1: drop and rebuild the databases [0: reuse them;
 #                      the one of size 0 is always rebuilt]
@@ -117,10 +120,13 @@ build_db() {
 }
 
 # --- one operation --------------------------------------------------------
-# op_sql OP WHAT [ARGS]: WHAT is prep (unmeasured rows), prepare, warm, or
-# line I (the I-th call, 1 .. 2K).
+# op_sql OP WHAT [ARGS]: WHAT is prep (unmeasured rows), prepare, warm [W],
+# or line I (the I-th call, 1 .. 2K).  W picks the warm-up's row or session
+# (0 by default; callgrind_ir's second session warms up on row 2K + 1, so
+# that it does the same work as the first one's warm-up, not a replay).
 op_sql() {
-	local op=$1 what=$2 i=${3:-0} n=$((2 * K + 1))
+	local op=$1 what=$2 i=${3:-0} n=$((2 * K + 2))
+	local w=${3:-0}
 	local app='[{"type": "job", "payload": {"n": 1}}]'
 	local child="jsonb_build_array(jsonb_build_object('id', \$1 || '/' || \$2 || '/done', 'type', 'done', 'payload', '{\"n\": 2}'::jsonb, 'settled', true))"
 	local raw_insert="INSERT INTO bench_events (session_id, idx, event_type, payload, event_id, created_at, lane_ready) VALUES (\$1, nextval('bench_idx'), 'job', '{\"n\": 1}', bench_uuid7(), bench_now_ms(), true)"
@@ -129,44 +135,44 @@ op_sql() {
 	local s
 	case $op:$what in
 	append:prepare) echo "PREPARE op_a(text) AS SELECT a2_append(\$1, '$app');" ;;
-	append:warm) echo "EXECUTE op_a('ap-$TAG-w');" ;;
+	append:warm) echo "EXECUTE op_a('ap-$TAG-w$w');" ;;
 	append:line) echo "EXECUTE op_a('ap-$TAG');" ;;
 	b1:prepare) echo "PREPARE op_a(text) AS $raw_insert;" ;;
-	b1:warm) echo "EXECUTE op_a('r1-$TAG-w');" ;;
+	b1:warm) echo "EXECUTE op_a('r1-$TAG-w$w');" ;;
 	b1:line) echo "EXECUTE op_a('r1-$TAG');" ;;
 	b1r:prepare) echo "PREPARE op_a(text) AS ${raw_insert/bench_uuid7()/gen_random_uuid()::text};" ;;
-	b1r:warm) echo "EXECUTE op_a('rr-$TAG-w');" ;;
+	b1r:warm) echo "EXECUTE op_a('rr-$TAG-w$w');" ;;
 	b1r:line) echo "EXECUTE op_a('rr-$TAG');" ;;
 	claim:prep) echo "SELECT bench_rows('a2_events', 'cl-$TAG-', $n, 'new');" ;;
 	claim:prepare) echo "PREPARE op_a(text) AS SELECT a2_claim(\$1, 'bench', 30000);" ;;
-	claim:warm) echo "EXECUTE op_a('cl-$TAG-0');" ;;
+	claim:warm) echo "EXECUTE op_a('cl-$TAG-$w');" ;;
 	claim:line) echo "EXECUTE op_a('cl-$TAG-$i');" ;;
 	b2claim:prep) echo "SELECT bench_rows('bench_events', 'rc-$TAG-', $n, 'new');" ;;
 	b2claim:prepare) echo "PREPARE op_a(text) AS $raw_claim;" ;;
-	b2claim:warm) echo "EXECUTE op_a('rc-$TAG-0');" ;;
+	b2claim:warm) echo "EXECUTE op_a('rc-$TAG-$w');" ;;
 	b2claim:line) echo "EXECUTE op_a('rc-$TAG-$i');" ;;
 	complete:prep) echo "SELECT bench_rows('a2_events', 'co-$TAG-', $n, 'leased');" ;;
 	complete:prepare) echo "PREPARE op_a(text, bigint) AS SELECT a2_complete(\$1, \$2, 1, $child);" ;;
-	complete:warm) echo "EXECUTE op_a('co-$TAG-0', 1);" ;;
+	complete:warm) echo "EXECUTE op_a('co-$TAG-$w', 1);" ;;
 	complete:line) echo "EXECUTE op_a('co-$TAG-$i', 1);" ;;
 	b2complete:prep) echo "SELECT bench_rows('bench_events', 'rd-$TAG-', $n, 'leased');" ;;
 	b2complete:prepare) echo "PREPARE op_a(text, bigint, int) AS $raw_done;" ;;
-	b2complete:warm) echo "EXECUTE op_a('rd-$TAG-0', 1, 1);" ;;
+	b2complete:warm) echo "EXECUTE op_a('rd-$TAG-$w', 1, 1);" ;;
 	b2complete:line) echo "EXECUTE op_a('rd-$TAG-$i', 1, 1);" ;;
 	fail:prep) echo "SELECT bench_rows('a2_events', 'fa-$TAG-', $n, 'leased');" ;;
 	fail:prepare) echo "PREPARE op_a(text) AS SELECT a2_fail(\$1, 1, 1, 'boom', 5);" ;;
-	fail:warm) echo "EXECUTE op_a('fa-$TAG-0');" ;;
+	fail:warm) echo "EXECUTE op_a('fa-$TAG-$w');" ;;
 	fail:line) echo "EXECUTE op_a('fa-$TAG-$i');" ;;
 	bfail:prep) echo "SELECT bench_rows('bench_events', 'rf-$TAG-', $n, 'leased');" ;;
 	bfail:prepare) echo "PREPARE op_a(text) AS UPDATE bench_events e SET failure_count = e.failure_count + 1, last_error = 'boom', last_failed_at = n.ms, last_failed_attempt = 1, failed_at = NULL, claim_holder = NULL, claim_expires_at = NULL FROM (SELECT bench_now_ms() AS ms) n WHERE e.session_id = \$1 AND e.idx = 1 AND e.attempt_count = 1 AND e.processed_at IS NULL AND e.failed_at IS NULL AND e.claim_holder IS NOT NULL;" ;;
-	bfail:warm) echo "EXECUTE op_a('rf-$TAG-0');" ;;
+	bfail:warm) echo "EXECUTE op_a('rf-$TAG-$w');" ;;
 	bfail:line) echo "EXECUTE op_a('rf-$TAG-$i');" ;;
 	w4:prepare)
 		echo "PREPARE op_a(text) AS SELECT a2_append(\$1, '$app');"
 		echo "PREPARE op_b(text) AS SELECT a2_claim(\$1, 'bench', 30000);"
 		echo "PREPARE op_c(text, bigint) AS SELECT a2_complete(\$1, \$2, 1, $child);"
 		;;
-	w4:warm) echo "EXECUTE op_a('w4-$TAG-w'); EXECUTE op_b('w4-$TAG-w'); EXECUTE op_c('w4-$TAG-w', 1);" ;;
+	w4:warm) echo "EXECUTE op_a('w4-$TAG-w$w'); EXECUTE op_b('w4-$TAG-w$w'); EXECUTE op_c('w4-$TAG-w$w', 1);" ;;
 	w4:line)
 		# every cycle appends the job and its settled child: the job of
 		# cycle i is event 2i - 1
@@ -180,7 +186,7 @@ op_sql() {
 		echo "PREPARE op_b(text) AS $raw_claim;"
 		echo "PREPARE op_c(text, bigint, int) AS $raw_done;"
 		;;
-	b2:warm) echo "EXECUTE op_a('b2-$TAG-w'); EXECUTE op_b('b2-$TAG-w') \\gset"; echo "EXECUTE op_c('b2-$TAG-w', :idx, :att);" ;;
+	b2:warm) echo "EXECUTE op_a('b2-$TAG-w$w'); EXECUTE op_b('b2-$TAG-w$w') \\gset"; echo "EXECUTE op_c('b2-$TAG-w$w', :idx, :att);" ;;
 	b2:line)
 		s=b2-$TAG
 		echo "EXECUTE op_a('$s');"
@@ -191,7 +197,7 @@ op_sql() {
 	claim_next:prepare) echo "PREPARE op_a AS SELECT a2_claim_next('bench', 30000);" ;;
 	claim_next:warm | claim_next:line) echo "EXECUTE op_a;" ;;
 	b9claim:prep) echo "SELECT bench_rows('bench_events', 'n9-$TAG-', $n, 'old');" ;;
-	b9claim:prepare) echo "PREPARE op_a AS WITH now_ms AS (SELECT bench_now_ms() AS t), c AS (SELECT e.session_id, e.idx FROM bench_events e, now_ms WHERE e.lane_ready AND e.processed_at IS NULL AND e.failed_at IS NULL AND COALESCE(e.claim_expires_at, e.created_at) <= now_ms.t ORDER BY COALESCE(e.claim_expires_at, e.created_at) LIMIT 1 FOR UPDATE OF e SKIP LOCKED) UPDATE bench_events e SET attempt_count = e.attempt_count + 1, first_claimed_at = COALESCE(e.first_claimed_at, now_ms.t), last_claimed_at = now_ms.t, claim_holder = 'b9', claim_expires_at = now_ms.t + 30000 FROM c, now_ms WHERE e.session_id = c.session_id AND e.idx = c.idx;" ;;
+	b9claim:prepare) echo "PREPARE op_a AS WITH now_ms AS (SELECT bench_now_ms() AS t), c AS (SELECT e.session_id, e.idx FROM bench_events e, now_ms WHERE e.lane_ready AND e.processed_at IS NULL AND e.failed_at IS NULL AND e.queue IS NULL AND e.priority IS NULL AND COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)) <= now_ms.t ORDER BY COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)) LIMIT 1 FOR UPDATE OF e SKIP LOCKED) UPDATE bench_events e SET attempt_count = e.attempt_count + 1, first_claimed_at = COALESCE(e.first_claimed_at, now_ms.t), last_claimed_at = now_ms.t, claim_holder = 'b9', claim_expires_at = now_ms.t + 30000 FROM c, now_ms WHERE e.session_id = c.session_id AND e.idx = c.idx;" ;;
 	b9claim:warm | b9claim:line) echo "EXECUTE op_a;" ;;
 	*:prep) ;;
 	*) bench_die "op_sql: unknown $op $what" ;;
@@ -255,7 +261,7 @@ callgrind_ir() {
 			echo 'SELECT pg_backend_pid();'
 			echo '\o /dev/null'
 			op_sql "$op" prepare
-			op_sql "$op" warm
+			if [[ $s == full ]]; then op_sql "$op" warm; else op_sql "$op" warm $((2 * K + 1)); fi
 			if [[ $s == full ]]; then
 				for ((i = 1; i <= 2 * K; i++)); do op_sql "$op" line "$i"; done
 			fi
