@@ -1,9 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * lowwater.c
- *	  Claim low-water marks (lowwater.h): a fixed table of slots, one per
- *	  hash of (database, a2_events' relfilenode, session id), each holding
- *	  the full key, the mark and the anchor it was recorded with.
+ *	  Claim low-water marks (lowwater.h): a fixed table of slots, each
+ *	  holding the full key (database, a2_events' relfilenode, session id
+ *	  hash), the mark and the anchor it was recorded with.  A key has two
+ *	  candidate slots; a new key takes an empty one, else the one written
+ *	  longer ago.  (With one slot per key, two sessions whose keys met
+ *	  evicted each other at every claim and each claim scanned from the
+ *	  session's first event: about a fifth of 1,000 sessions in 4,096
+ *	  slots, bench/RESULTS.md "Claim low-water slots".)
  *
  *	  Why a mark is safe (docs/internals.md, "Claim low-water marks"):
  *	  - an event's index is assigned under the session lock as the
@@ -49,7 +54,7 @@
 #include "extension.h"
 #include "lowwater.h"
 
-/* 4096 slots of 32 bytes: 128 kB of shared memory */
+/* 4096 slots of 40 bytes: 160 kB of shared memory */
 #define A2_LOW_WATER_SLOTS 4096
 
 typedef struct LowWaterSlot
@@ -59,11 +64,13 @@ typedef struct LowWaterSlot
 	uint64		session_hash;
 	int64		mark;
 	uint64		anchor;
+	uint64		written;		/* the table's clock when last written */
 } LowWaterSlot;
 
 typedef struct LowWaterShared
 {
 	LWLock	   *lock;
+	uint64		clock;			/* counts writes */
 	LowWaterSlot slots[A2_LOW_WATER_SLOTS];
 } LowWaterShared;
 
@@ -137,12 +144,19 @@ slot_key(const char *session_id, LowWaterSlot *key)
 	return true;
 }
 
-static LowWaterSlot *
-slot_of(LowWaterShared *t, const LowWaterSlot *key)
+/* The key's two candidate slots: from the low and the high bits of its hash. */
+static void
+slots_of(LowWaterShared *t, const LowWaterSlot *key, LowWaterSlot **first,
+		 LowWaterSlot **second)
 {
 	uint64		h = key->session_hash ^ ((uint64) key->relnode << 32) ^ key->dbid;
+	uint32		one = (uint32) (h % A2_LOW_WATER_SLOTS);
+	uint32		two = (uint32) ((h >> 32) % A2_LOW_WATER_SLOTS);
 
-	return &t->slots[h % A2_LOW_WATER_SLOTS];
+	if (two == one)
+		two = (one + 1) % A2_LOW_WATER_SLOTS;
+	*first = &t->slots[one];
+	*second = &t->slots[two];
 }
 
 static bool
@@ -150,6 +164,21 @@ same_key(const LowWaterSlot *a, const LowWaterSlot *b)
 {
 	return a->dbid == b->dbid && a->relnode == b->relnode &&
 		a->session_hash == b->session_hash;
+}
+
+/* The candidate slot holding the key, or NULL. */
+static LowWaterSlot *
+find_slot(LowWaterShared *t, const LowWaterSlot *key)
+{
+	LowWaterSlot *one;
+	LowWaterSlot *two;
+
+	slots_of(t, key, &one, &two);
+	if (same_key(one, key))
+		return one;
+	if (same_key(two, key))
+		return two;
+	return NULL;
 }
 
 bool
@@ -162,10 +191,10 @@ a2_low_water_get(const char *session_id, int64 *mark, uint64 *anchor)
 
 	if (!slot_key(session_id, &key))
 		return false;
-	slot = slot_of(t, &key);
 	if (in_shmem)
 		LWLockAcquire(t->lock, LW_SHARED);
-	found = same_key(slot, &key);
+	slot = find_slot(t, &key);
+	found = slot != NULL;
 	if (found)
 	{
 		*mark = slot->mark;
@@ -185,15 +214,30 @@ a2_low_water_set(const char *session_id, int64 mark, uint64 anchor)
 
 	if (!slot_key(session_id, &key))
 		return;
-	slot = slot_of(t, &key);
 	if (in_shmem)
 		LWLockAcquire(t->lock, LW_EXCLUSIVE);
+	slot = find_slot(t, &key);
+	if (slot == NULL)
+	{
+		LowWaterSlot *one;
+		LowWaterSlot *two;
+
+		/* an empty candidate, else the one written longer ago */
+		slots_of(t, &key, &one, &two);
+		if (!OidIsValid(one->dbid))
+			slot = one;
+		else if (!OidIsValid(two->dbid))
+			slot = two;
+		else
+			slot = one->written <= two->written ? one : two;
+	}
 	/* two valid marks of one incarnation of the session: the higher one */
 	if (!(same_key(slot, &key) && slot->anchor == anchor && slot->mark >= mark))
 	{
 		*slot = key;
 		slot->mark = mark;
 		slot->anchor = anchor;
+		slot->written = ++t->clock;
 	}
 	if (in_shmem)
 		LWLockRelease(t->lock);
