@@ -77,7 +77,6 @@
 
 /* above every priority (A2_MAX_PRIORITY): the probe for the top level */
 #define TOP_LEVEL 32768
-#define TOP_LEVEL_SQL "32768"
 
 /*
  * The held keys' events are left out by the statement's filter: the index
@@ -221,7 +220,6 @@ static A2Statement prev_queue = {
 	.columns = A2_COLUMNS("queue", "priority")
 };
 
-
 /*
  * A call for every queue starts with one statement: the paused queues,
  * the last named queue with entries and its top level (the first probe of
@@ -242,7 +240,7 @@ static A2Statement prologue = {
 					  "SELECT p.queues AS paused, l.queue, l.priority, d.priority AS default_level"
 					  "  FROM (" A2_PAUSED_QUEUES_SQL ") p"
 					  "  LEFT JOIN LATERAL (" PREV_QUEUE_SQL("e.queue IS NOT NULL") ") l ON true"
-					  "  LEFT JOIN LATERAL (" Q_LEVEL_SQL(Q_DEFAULT, TOP_LEVEL_SQL) ") d ON true")},
+					  "  LEFT JOIN LATERAL (" Q_LEVEL_SQL(Q_DEFAULT, CppAsString2(TOP_LEVEL)) ") d ON true")},
 	.nparams = 0,
 	.columns = A2_COLUMNS("paused", "queue", "priority", "default_level")
 };

@@ -180,7 +180,6 @@ static A2Statement log_claims = {
 
 A2_STATEMENT_GROUP(limits, &key_limits, &key_leases, &key_claims, &log_claims);
 
-
 /* A key parked until `until` (key_park.h): it admits nothing, uncounted. */
 static void
 hold_parked(KeyEntry *entry, int64 until)

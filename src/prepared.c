@@ -34,13 +34,20 @@
 /* pg_prepared_xact(): transaction, gid, prepared, ownerid, dbid */
 #define PREPARED_XACT_DBID 5
 
+/* A row's dbid column (isnull as read) names this database. */
+static bool
+mine(Datum dbid, bool isnull)
+{
+	return !isnull && DatumGetObjectId(dbid) == MyDatabaseId;
+}
+
 static bool
 of_this_database(HeapTupleHeader row)
 {
 	bool		isnull;
 	Datum		dbid = GetAttributeByNum(row, PREPARED_XACT_DBID, &isnull);
 
-	return !isnull && DatumGetObjectId(dbid) == MyDatabaseId;
+	return mine(dbid, isnull);
 }
 
 static bool
@@ -57,7 +64,7 @@ in_tuplestore(ReturnSetInfo *rsinfo)
 		bool		isnull;
 		Datum		dbid = slot_getattr(slot, PREPARED_XACT_DBID, &isnull);
 
-		found = !isnull && DatumGetObjectId(dbid) == MyDatabaseId;
+		found = mine(dbid, isnull);
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	tuplestore_end(rsinfo->setResult);
