@@ -84,6 +84,23 @@ bench_create_db() {
 	bench_psql "$db" -c 'CREATE EXTENSION a2' -f "$BENCH_DIR/setup/schema.sql"
 }
 
+# pgmq's SQL extension, installed from a copy of pgmq's repository fetched
+# by hand (the scripts never download anything): A2_PGMQ_SRC names its
+# pgmq-extension directory (pgmq.control, sql/pgmq.sql).  The two files go
+# into the running server's extension directory (bench/README.md, "pgmq").
+bench_pgmq_install() {
+	local src=${A2_PGMQ_SRC:-} dir ver
+	[[ -n $src ]] || bench_die "A2_PGMQ_SRC is not set: the directory pgmq-extension of a pgmq copy (bench/README.md, \"pgmq\")"
+	[[ -f $src/pgmq.control && -f $src/sql/pgmq.sql ]] ||
+		bench_die "$src has no pgmq.control and sql/pgmq.sql"
+	ver=$(sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" "$src/pgmq.control")
+	[[ -n $ver ]] || bench_die "$src/pgmq.control names no default_version"
+	dir=$("$PSQL" -X -A -t -d postgres -c "SELECT setting FROM pg_catalog.pg_config() WHERE name = 'SHAREDIR'")/extension
+	install -m 644 "$src/pgmq.control" "$dir/pgmq.control"
+	install -m 644 "$src/sql/pgmq.sql" "$dir/pgmq--$ver.sql"
+	bench_log "pgmq $ver installed into $dir"
+}
+
 bench_machine() {
 	local cpu mem
 	cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)

@@ -9,11 +9,13 @@
 # Settings (environment; defaults in brackets):
 #   A2_LONGTX_SECONDS    length of each run [180]
 #   A2_LONGTX_INTERVAL   sampling interval, seconds [15]
-#   A2_LONGTX_WORKLOADS  any of "W4", "W9" and "B9" ["W4 W9"]; B9 is
-#                        W9's loop the pgmq way (bench/b9_cycle.sql: FOR
+#   A2_LONGTX_WORKLOADS  any of "W4", "W9", "B9" and "P4" ["W4 W9"]; B9
+#                        is W9's loop the pgmq way (bench/b9_cycle.sql: FOR
 #                        UPDATE SKIP LOCKED on b9_events, a copy of
 #                        a2_events with its indexes), the floor W9 is
-#                        compared with
+#                        compared with; P4 is pgmq's own send-read-archive
+#                        cycle (bench/pgmq_cycle.sql, one queue per client;
+#                        needs A2_PGMQ_SRC, bench/lib.sh), W4's peer
 #   A2_LONGTX_VARIANTS   "none" (nothing held open), "rr" (a REPEATABLE
 #                        READ transaction open from the start) ["none rr"]
 #   A2_LONGTX_CLIENTS    pgbench clients [1]
@@ -28,7 +30,8 @@
 # (one session per client, as bench/run.sh's W4); W9 and B9 start with
 # A2_LONGTX_W9_SESSIONS sessions of one pending event (bench/setup/w9.sql,
 # which fills a2_events and its copy b9_events alike); B9's samples and
-# buffers are b9_events' and its claim statement's.
+# buffers are b9_events' and its claim statement's; P4's are its first
+# client's queue table's (pgmq.q_lt_0) and pgmq.read's.
 # VACUUM ANALYZE and CHECKPOINT, then the "rr" variant opens
 #   BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM a2_events;
 # in a psql of its own and sleeps in it until the run is over (its snapshot
@@ -53,6 +56,7 @@ DB=a2long
 bench_cluster_start
 mkdir -p "$OUT"
 bench_machine >"$OUT/machine.md"
+[[ " $WORKLOADS " != *" P4 "* ]] || bench_pgmq_install
 
 holder_pid=
 holder_backend=
@@ -64,7 +68,7 @@ cleanup_run() {
 	[[ -z $holder_backend ]] || "$PSQL" -X -q -d postgres -c "SELECT pg_terminate_backend($holder_backend)" >/dev/null || true
 	[[ -z $holder_pid ]] || kill "$holder_pid" 2>/dev/null || true
 	wait 2>/dev/null || true
-	sampler_pid= holder_pid= holder_backend=
+	sampler_pid='' holder_pid='' holder_backend=''
 }
 trap 'cleanup_run; bench_cluster_stop' EXIT
 
@@ -103,6 +107,14 @@ probe_sql() {
 		echo "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF)"
 		sed -n '/^WITH now_ms/,/\\gset$/p' "$BENCH_DIR/b9_cycle.sql" | sed 's/ *\\gset$/;/'
 		echo "ROLLBACK;"
+	elif [[ $1 == P4 ]]; then
+		cat <<EOF
+BEGIN;
+SELECT count(*) AS warm FROM pgmq.read('lt_0', 30, 1);
+SELECT pgmq.send('lt_0', '{"type": "job"}') IS NOT NULL AS sent;
+EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM pgmq.read('lt_0', 30, 1);
+ROLLBACK;
+EOF
 	elif [[ $1 == W4 ]]; then
 		cat <<EOF
 BEGIN;
@@ -131,6 +143,11 @@ for w in $WORKLOADS; do
 		if [[ $w == W4 ]]; then
 			bench_psql "$DB" -c 'CREATE EXTENSION a2'
 			script=w4_cycle.sql defs=(-D prefix=lt-)
+		elif [[ $w == P4 ]]; then
+			# a2 too: the held transaction reads a2_events
+			bench_psql "$DB" -c 'CREATE EXTENSION a2' -c 'CREATE EXTENSION pgmq' \
+				-c "SELECT pgmq.create('lt_' || i) FROM generate_series(0, $CLIENTS - 1) i" >/dev/null
+			script=pgmq_cycle.sql defs=(-D prefix=lt_) table=pgmq.q_lt_0 claim_like='%pgmq.read%'
 		else
 			bench_psql "$DB" -c 'CREATE EXTENSION a2' -v sessions="$W9N" -v done=0 \
 				-f "$BENCH_DIR/setup/w9.sql"

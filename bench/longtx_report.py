@@ -76,7 +76,7 @@ for key in runs:
     pts = progress(key)
     sm = samples(key)
     names = sorted(sm[0][2]) if sm else []
-    short = [n.replace('a2_events_', '').replace('b9_events_', '') for n in names]
+    short = [re.sub(r'^q_lt_\d+_', '', n.replace('a2_events_', '').replace('b9_events_', '')) for n in names]
     print(f'\n#### {key}\n')
     print('| t (s) | cycles/s in interval | claim buffers/call in interval | buffers/cycle in interval | table MB | ' + ' | '.join(f'{s} MB' for s in short) + ' | live rows | dead rows | autovacuums |')
     print('|---' * (8 + len(short)) + '|')
@@ -95,7 +95,7 @@ for key in runs:
         near = [tps for pt, tps in pts if t.isdigit() and abs(pt - int(t)) <= 3]
         tps = f'{near[0]:.0f}' if near else ''
         print(f'| {t} | {tps} | {per_claim} | {per_cycle} | {table} | ' + ' | '.join(sizes.get(n, '') for n in names) + f' | {live} | {dead} | {av} |')
-    # the claim is W4's second statement, W9's and B9's first
+    # the claim is W4's and P4's second statement, W9's and B9's first
     summary.append((key, pts[0][1] if pts else float('nan'), mean_last(pts, 60),
                     statement_latency(key, 0 if key.startswith(('W9', 'B9')) else 1), probe_buffers(key), last_claim))
 
