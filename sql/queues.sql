@@ -273,7 +273,7 @@ SELECT tgname, tgtype FROM pg_trigger WHERE tgrelid = 'a2_limits'::regclass;
 
 --
 -- 9. The walk of one queue reads that queue's entries only: its probes
--- are index scans of a2_events_queue_available led by the queue.
+-- are index-only scans of a2_events_queue_available led by the queue.
 --
 BEGIN;
 SET LOCAL plan_cache_mode = force_generic_plan;
@@ -289,8 +289,9 @@ PREPARE qwalk(text, int, bigint, bigint, text, text[]) AS
      AND (e.concurrency_key IS NULL OR e.concurrency_key <> ALL ($6))
    ORDER BY COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)), e.session_id
    LIMIT 1;
--- the held keys are a filter of the same index scan: one statement steps
--- over their entries (src/dispatch_walk.c)
+-- the held keys are a filter of the same index-only scan: one statement
+-- steps over their entries, and the key is an INCLUDE column, so an
+-- all-visible page's entries cost no heap visit (src/dispatch_walk.c)
 EXPLAIN (COSTS OFF) EXECUTE qwalk('jobs', 0, 0, 0, '', '{}');
 DEALLOCATE qwalk;
 ROLLBACK;

@@ -24,8 +24,11 @@
  *	  Limits: the walk leaves out the events of every concurrency key
  *	  this call has found admits nothing more (limits.c keeps the call's
  *	  decisions): each statement filters them in its index scan, so such
- *	  an entry costs a heap visit inside the statement, not a probe, a
- *	  session try-lock and a claim statement of its own.  A key is found
+ *	  an entry costs a step inside the statement, not a probe, a session
+ *	  try-lock and a claim statement of its own.  In
+ *	  a2_events_queue_available the scan is index-only (the key is an
+ *	  INCLUDE column), so the step visits the heap only where the page is
+ *	  not all-visible.  A key is found
  *	  held the first time the walk meets it at its limit (the caller
  *	  decides it under the session lock); heads fetched before that are
  *	  dropped.  Equivalent to claiming and being denied: the key's

@@ -760,6 +760,7 @@ DROP INDEX IF EXISTS a2_events_available;
 CREATE INDEX IF NOT EXISTS a2_events_queue_available
 	ON a2_events (queue, (COALESCE(priority, 0)),
 				  (COALESCE(claim_expires_at, GREATEST(not_before, created_at))), session_id)
+	INCLUDE (concurrency_key, priority, claim_expires_at, not_before, created_at)
 	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL
 	  AND (queue IS NOT NULL OR priority IS NOT NULL);
 
