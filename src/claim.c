@@ -321,14 +321,15 @@ a2_claim_session(A2ClaimArgs *args, bool skip_locked)
 		a2_bind_null(&a, 6);
 	a2_bind(&a, 7, TEXTARRAYOID, args->paused);
 	/*
-	 * a2_claim_next's claim of a session (skip_locked) takes no mark while
-	 * dead versions are reclaimed: its sessions are mostly a pending event
-	 * or two, and the probe would add two row fetches to every claim it
-	 * makes.  Under a snapshot held open the session's dead entries pile
-	 * up, and the mark passes them as it does for a2_claim.
+	 * No mark while dead versions are reclaimed: the claim's index then
+	 * holds the session's eligible events and few dead entries, which the
+	 * scan passes as cheaply as the probe would (its statement and its two
+	 * row fetches are a third of a claim's buffers).  Under a snapshot
+	 * held open the session's dead entries pile up, and the mark passes
+	 * them.
 	 */
-	a2_bind_int8(&a, 8, skip_locked && !dead_versions_held() ?
-				 1 : claim_low_water(args->session_id));
+	a2_bind_int8(&a, 8, dead_versions_held() ?
+				 claim_low_water(args->session_id) : 1);
 	a2_limits_pass_begin();
 	PG_TRY();
 	{

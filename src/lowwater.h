@@ -2,8 +2,9 @@
  *
  * lowwater.h
  *	  Claim low-water marks: per session, an index below which every event
- *	  is processed, so that a2_claim's scan of the session's claimable
- *	  events may start there (docs/internals.md, "Claim low-water marks").
+ *	  is processed, so that a claim's scan of the session's claimable
+ *	  events may start there while a snapshot keeps dead versions
+ *	  (docs/internals.md, "Claim low-water marks").
  *
  *	  A mark may only be too low, never too high.  Marks live in shared
  *	  memory when a2 is preloaded (one table for the server, guarded by the
