@@ -101,6 +101,25 @@ bench_pgmq_install() {
 	bench_log "pgmq $ver installed into $dir"
 }
 
+# Medians of a runs file (key, clients, repeat, value per line): one line
+# per (key, clients) with the median and the values, sorted.  A value that
+# is not a number ("-": not measured) makes the median "-".
+bench_medians() {
+	local runs=$1 k c vals m
+	cut -f1,2 "$runs" | sort -u | while IFS=$'\t' read -r k c; do
+		vals=$(awk -F'\t' -v k="$k" -v c="$c" '$1 == k && $2 == c { print $4 }' "$runs" | sort -n)
+		m=$(awk '$1 !~ /^[0-9.]+$/ { bad = 1 } { v[NR] = $1 }
+			END { if (bad || NR == 0) print "-"; else printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }' <<<"$vals")
+		printf '%s\t%s\t%s\t%s\n' "$k" "$c" "$m" "$(tr '\n' ' ' <<<"$vals")"
+	done
+}
+
+# bench_med MEDIANS KEY CLIENTS: the median bench_medians gave
+bench_med() { awk -F'\t' -v k="$2" -v c="$3" '$1 == k && $2 == c { print $3 }' "$1"; }
+
+# bench_ratio A B: A / B to two places, "?" when either is missing
+bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "-" || b == "-" || b == 0) print "?"; else printf "%.2f", a / b }'; }
+
 bench_machine() {
 	local cpu mem
 	cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)

@@ -123,14 +123,9 @@ done
 if want W14; then index_on; fi
 
 # Medians per (key, clients), then the table.
-cut -f1,2 "$OUT/runs.tsv" | sort -u | while IFS=$'\t' read -r k c; do
-	vals=$(awk -F'\t' -v k="$k" -v c="$c" '$1 == k && $2 == c { print $4 }' "$OUT/runs.tsv" | sort -n)
-	m=$(awk '{ v[NR] = $1 } END { printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }' <<<"$vals")
-	printf '%s\t%s\t%s\t%s\n' "$k" "$c" "$m" "$(tr '\n' ' ' <<<"$vals")"
-done >"$OUT/medians.tsv"
-
-med() { awk -F'\t' -v k="$1" -v c="$2" '$1 == k && $2 == c { print $3 }' "$OUT/medians.tsv"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "?"; else printf "%.2f", a / b }'; }
+bench_medians "$OUT/runs.tsv" >"$OUT/medians.tsv"
+med() { bench_med "$OUT/medians.tsv" "$1" "$2"; }
+ratio() { bench_ratio "$1" "$2"; }
 
 {
 	printf '# W9 results (%s s per run, %s repeats, medians; PGOPTIONS=%s)\n\n' "$SECS" "$REPEAT" "${A2_BENCH_W9_PGOPTIONS:-none}"
