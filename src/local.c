@@ -12,8 +12,9 @@
  *	  one-key session locks.
  *
  *	  Writes are set-based: a batch of events is one INSERT ... SELECT from
- *	  unnest() (one INSERT ... VALUES for a single event), a presence write
- *	  two statements whatever its number of fields.
+ *	  unnest() (one INSERT ... VALUES for a single event, or no statement
+ *	  at all where direct_insert.h may write it), a presence write two
+ *	  statements whatever its number of fields.
  *
  *	  Lock order: the one of layer.h.  Calls nothing above the layer.
  *
@@ -30,6 +31,7 @@
 #include "utils/fmgrprotos.h"
 
 #include "call.h"
+#include "direct_insert.h"
 #include "layer.h"
 #include "session.h"
 #include "spi_util.h"
@@ -306,6 +308,9 @@ insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 {
 	A2Args		a;
 
+	report_keys(ev, 1, now_ms);
+	if (generated && a2_direct_insert_one(session, ev, now_ms, need_pending, out))
+		return;
 	a2_args_init(&a, generated ? &insert_one_generated : &insert_one);
 	a2_bind(&a, 1, TEXTOID, session);
 	a2_bind_int8(&a, 2, now_ms);
@@ -336,7 +341,6 @@ insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 	else
 		a2_bind_null(&a, 14);
 
-	report_keys(ev, 1, now_ms);
 	out->inserted = a2_exec_latest(&a, SPI_OK_INSERT_RETURNING);
 	/* nothing of ours was written when the id was taken */
 	out->base = out->inserted ? a2_col_int64(0, INSERT_ONE_IDX) - 1 : PG_INT64_MAX;
