@@ -34,6 +34,7 @@
 #include "call.h"
 #include "events.h"
 #include "clock.h"
+#include "direct.h"
 #include "json_out.h"
 #include "key_park.h"
 #include "snapshot_pins.h"
@@ -53,8 +54,31 @@ enum
 	LOCK_EVENT_HELD,
 	LOCK_EVENT_DEAD_LETTERED,
 	LOCK_EVENT_CONCURRENCY_KEY,
-	LOCK_EVENT_HAS_LANE
+	LOCK_EVENT_HAS_LANE,
+	LOCK_EVENT_ROW_ID,
+	LOCK_EVENT_HAS_PINS
 };
+
+/*
+ * On one server it also gives what a direct finish (direct.h) needs: the
+ * locked row version, and whether finish_event's pin release could find
+ * anything (a pin of this event, or any history row of the session).
+ * Elsewhere no direct write runs: NULL and true.
+ */
+#define LOCK_EVENT_SQL(direct) \
+	"SELECT e.processed_at IS NOT NULL AS processed, e.processed_by_attempt," \
+	"       e.returned_event_ids, e.attempt_count," \
+	"       e.claim_holder IS NOT NULL AS held, e.failed_at IS NOT NULL AS dead_lettered," \
+	"       e.concurrency_key, e.lane IS NOT NULL AS has_lane, " direct \
+	"  FROM @extschema@.a2_events e" \
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"
+#define LOCK_EVENT_NO_DIRECT "NULL::pg_catalog.tid AS row_id, true AS has_pins"
+#define LOCK_EVENT_DIRECT \
+	"e.ctid AS row_id," \
+	"       EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p" \
+	"                WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.event_index OPERATOR(pg_catalog.=) $2)" \
+	"       OR EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_history h" \
+	"                   WHERE h.session_id OPERATOR(pg_catalog.=) $1) AS has_pins"
 
 static A2Statement lock_event = {
 	.name = "complete.lock_event",
@@ -63,23 +87,19 @@ static A2Statement lock_event = {
 				"SELECT e.processed_at IS NOT NULL AS processed, e.processed_by_attempt,"
 				"       e.returned_event_ids, e.attempt_count,"
 				"       e.claim_holder IS NOT NULL AS held, e.failed_at IS NOT NULL AS dead_lettered,"
-				"       NULL::pg_catalog.text AS concurrency_key, e.lane IS NOT NULL AS has_lane"
+				"       NULL::pg_catalog.text AS concurrency_key, e.lane IS NOT NULL AS has_lane, "
+				LOCK_EVENT_NO_DIRECT
 				"  FROM @extschema@.a2_events e"
 				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
 		/* 0.4.0: the key whose slot a completion frees (key_park.h) */
-		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_4,
-				"SELECT e.processed_at IS NOT NULL AS processed, e.processed_by_attempt,"
-				"       e.returned_event_ids, e.attempt_count,"
-				"       e.claim_holder IS NOT NULL AS held, e.failed_at IS NOT NULL AS dead_lettered,"
-				"       e.concurrency_key, e.lane IS NOT NULL AS has_lane"
-				"  FROM @extschema@.a2_events e"
-				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
+		A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_4, LOCK_EVENT_SQL(LOCK_EVENT_NO_DIRECT)),
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, LOCK_EVENT_SQL(LOCK_EVENT_DIRECT)),
 	},
 	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID)},
 	.session_param = 1,
 	.columns = A2_COLUMNS("processed", "processed_by_attempt", "returned_event_ids",
 						  "attempt_count", "held", "dead_lettered", "concurrency_key",
-						  "has_lane")
+						  "has_lane", "row_id", "has_pins")
 };
 
 /*
@@ -129,6 +149,9 @@ typedef struct CompleteArgs
 	char	  **ids;
 	A2Call		call;			/* the call this completion runs in */
 	bool		has_lane;		/* the event has a lane */
+	bool		has_pins;		/* finish_event's pin release may find rows */
+	bool		has_row_id;
+	ItemPointerData row_id;		/* the locked row version (one server) */
 } CompleteArgs;
 
 static void
@@ -215,6 +238,10 @@ apply_completion(CompleteArgs *args, A2Json *js)
 		a2_insert_events(args->session_id, args->events, args->count, now_ms,
 						 js, NULL);
 
+	if (!args->has_lane && !args->has_pins && args->has_row_id &&
+		a2_direct_finish(args->call.session, args->index, &args->row_id, now_ms, args->attempt,
+						 returned_ids_jsonb(args)))
+		return;
 	a2_args_init(&a, &finish_event);
 	a2_bind(&a, 1, TEXTOID, args->call.session);
 	a2_bind_int8(&a, 2, args->index);
@@ -270,6 +297,14 @@ complete_attempt(CompleteArgs *args)
 	dead = a2_col_bool(0, LOCK_EVENT_DEAD_LETTERED);
 	key = a2_col_text(0, LOCK_EVENT_CONCURRENCY_KEY);
 	args->has_lane = a2_col_bool(0, LOCK_EVENT_HAS_LANE);
+	args->has_pins = a2_col_bool(0, LOCK_EVENT_HAS_PINS);
+	{
+		Datum		d = a2_col(0, LOCK_EVENT_ROW_ID, &isnull);
+
+		args->has_row_id = !isnull;
+		if (!isnull)
+			ItemPointerCopy((ItemPointer) DatumGetPointer(d), &args->row_id);
+	}
 
 	/* processed by this attempt (a retry), or current, held and alive */
 	completed = processed ? processed_by == args->attempt :

@@ -31,7 +31,7 @@
 #include "utils/fmgrprotos.h"
 
 #include "call.h"
-#include "direct_insert.h"
+#include "direct.h"
 #include "layer.h"
 #include "session.h"
 #include "spi_util.h"

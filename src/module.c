@@ -20,7 +20,7 @@
 
 #include "a2.h"
 #include "clock.h"
-#include "direct_insert.h"
+#include "direct.h"
 #include "extension.h"
 #include "key_park.h"
 #include "lowwater.h"
@@ -48,7 +48,7 @@ _PG_init(void)
 	a2_low_water_init();
 	a2_key_park_init();
 	a2_walk_mark_init();
-	a2_direct_insert_init();
+	a2_direct_init();
 	/* after every a2.* setting is defined, so none of their placeholders is lost */
 	MarkGUCPrefixReserved("a2");
 }

@@ -28,6 +28,7 @@
 
 #include "postgres.h"
 
+#include "access/tableam.h"
 #include "access/transam.h"
 #include "utils/datetime.h"
 #include "utils/guc.h"
@@ -127,6 +128,44 @@ a2_push_jsonb_value(a2_jsonb_builder *js, JsonbIteratorToken seq,
 	return pushJsonbValue(js, seq, v);
 }
 #endif
+
+/*
+ * table_tuple_update of a row the caller holds locked (direct_finish.c),
+ * with no crosscheck and waiting: 16 replaced the bool that says whether
+ * the new version needs index entries (the update was not HOT) by
+ * TU_UpdateIndexes (none, all, or the summarizing ones only); 19 added an
+ * options argument.  *need_entries: the btree indexes need entries (a
+ * summarizing-only answer needs none: direct writes keep no such index).
+ */
+static inline TM_Result
+a2_table_update(Relation rel, ItemPointer tid, TupleTableSlot *slot,
+				CommandId cid, bool *need_entries)
+{
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	TM_Result	result;
+#if PG_VERSION_NUM >= 160000
+	TU_UpdateIndexes update_indexes = TU_None;
+#else
+	bool		update_indexes = false;
+#endif
+
+#if PG_VERSION_NUM >= 190000
+	result = table_tuple_update(rel, tid, slot, cid, 0, InvalidSnapshot,
+								InvalidSnapshot, true, &tmfd, &lockmode,
+								&update_indexes);
+#else
+	result = table_tuple_update(rel, tid, slot, cid, InvalidSnapshot,
+								InvalidSnapshot, true, &tmfd, &lockmode,
+								&update_indexes);
+#endif
+#if PG_VERSION_NUM >= 160000
+	*need_entries = update_indexes == TU_All;
+#else
+	*need_entries = update_indexes;
+#endif
+	return result;
+}
 
 /*
  * 18 replaced the attribute pg_attribute_noreturn(), written after a

@@ -2,11 +2,13 @@
 -- Direct writes (docs/internals.md, "Direct writes"): a plain appended
 -- event is written without the executor.  The row and the answer must be
 -- exactly those of the INSERT statement (a2.direct_writes = off), for
--- every kind of event; and wherever the statement would do more than
--- write the row (a user's trigger, a policy, a default that is not a
--- constant, a NOT NULL column a2 does not fill, an index that is not a
--- btree, column privileges, a read-only transaction), a2 runs the
--- statement, so that all of it still happens.
+-- every kind of event, and so must a completion's; and wherever the
+-- statement would do more than write the row (a user's trigger, a
+-- policy, a default that is not a constant, a NOT NULL column a2 does not
+-- fill, an index that is not a btree, column privileges, a read-only
+-- transaction, a statement trigger or a missing DELETE privilege on the
+-- snapshot pins a completion would release), a2 runs the statement, so
+-- that all of it still happens.
 --
 \set ON_ERROR_STOP 1
 \set QUIET 1
@@ -17,7 +19,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS a2;
-SELECT plan(25);
+SELECT plan(34);
 
 SET LOCAL a2.now = '2026-03-01 00:00:00+00';
 
@@ -172,6 +174,70 @@ SELECT is(pg_temp.read_only_append(), '25006',
 		  'a read-only transaction refuses the append (25006)');
 SELECT is((a2_append('dw-on', '[{"type": "read-write"}]') -> 'events' -> 0 ->> 'index')::int, 20,
 		  'and wrote nothing');
+
+-- 8. Completions: answers and rows the same with and without direct
+--    writes (a plain event, a laned one that promotes the next, a keyed
+--    one, a retry, a superseded attempt), the session's name aside.
+CREATE FUNCTION pg_temp.completions(s text) RETURNS SETOF jsonb LANGUAGE plpgsql AS $$
+DECLARE
+	r jsonb;
+BEGIN
+	PERFORM a2_append(s, '[{"type": "a"}, {"type": "b", "lane": "l"}, {"type": "c", "lane": "l"},
+						  {"type": "d", "concurrencyKey": "k"}]');
+	RETURN NEXT a2_claim(s, 'w', 30000);
+	RETURN NEXT a2_complete(s, 1, 1, jsonb_build_array(jsonb_build_object('id', s || '/c1', 'type', 'child')));
+	RETURN NEXT a2_complete(s, 2, 1, NULL);
+	RETURN NEXT a2_complete(s, 4, 1, '[]');
+	RETURN NEXT a2_complete(s, 1, 1, jsonb_build_array(jsonb_build_object('id', s || '/c1', 'type', 'child')));
+	RETURN NEXT a2_complete(s, 4, 2, NULL);
+	RETURN NEXT a2_claim(s, 'w', 30000);
+	RETURN NEXT a2_complete(s, 5, 1, NULL);
+	RETURN NEXT a2_complete(s, 3, 1, NULL);
+END
+$$;
+CREATE FUNCTION pg_temp.anon(j jsonb, s text) RETURNS jsonb LANGUAGE sql AS $$
+	SELECT regexp_replace(regexp_replace(j::text, '"id": "[0-9a-f-]{36}"', '"id": "generated"', 'g'),
+						  s, 'S', 'g')::jsonb
+$$;
+SET LOCAL a2.direct_writes = off;
+CREATE TEMP TABLE done_off AS
+	SELECT row_number() OVER () AS n, pg_temp.anon(a, 'cf-off') AS a FROM pg_temp.completions('cf-off') a;
+SET LOCAL a2.direct_writes = on;
+CREATE TEMP TABLE done_on AS
+	SELECT row_number() OVER () AS n, pg_temp.anon(a, 'cf-on') AS a FROM pg_temp.completions('cf-on') a;
+SELECT results_eq('SELECT n, a FROM done_on ORDER BY n', 'SELECT n, a FROM done_off ORDER BY n',
+				  'every claim and completion answers the same with and without direct writes');
+SELECT results_eq($$SELECT pg_temp.anon(x, 'cf-on') FROM pg_temp.stored('cf-on') x$$,
+				  $$SELECT pg_temp.anon(x, 'cf-off') FROM pg_temp.stored('cf-off') x$$,
+				  'every completed row is the same with and without direct writes');
+SELECT is((SELECT count(*) FROM a2_events WHERE session_id = 'cf-on' AND processed_at IS NOT NULL),
+		  5::bigint, 'all five events processed');
+
+-- 9. A completion still fires a user's UPDATE trigger on a2_events and a
+--    statement trigger on a2_snapshot_pins, and needs DELETE there.
+CREATE TABLE dw_fired (what text);
+CREATE FUNCTION dw_fire() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO dw_fired VALUES (TG_TABLE_NAME || ' ' || TG_OP || ' ' || TG_LEVEL);
+	RETURN NULL;
+END
+$$;
+SELECT ok(a2_append('cf-t', '[{"type": "a"}, {"type": "b"}, {"type": "c"}]') IS NOT NULL, 'three to complete');
+SELECT ok(a2_claim('cf-t', 'w', 30000) IS NOT NULL, 'claimed');
+CREATE TRIGGER dw_fire AFTER UPDATE ON a2_events FOR EACH ROW EXECUTE FUNCTION dw_fire();
+SELECT is(a2_complete('cf-t', 1, 1, NULL) ->> 'outcome', 'completed', 'completed beside a row trigger');
+DROP TRIGGER dw_fire ON a2_events;
+CREATE TRIGGER dw_fire AFTER DELETE ON a2_snapshot_pins FOR EACH STATEMENT EXECUTE FUNCTION dw_fire();
+SELECT is(a2_complete('cf-t', 2, 1, NULL) ->> 'outcome', 'completed', 'completed beside a statement trigger');
+DROP TRIGGER dw_fire ON a2_snapshot_pins;
+SELECT results_eq('SELECT what FROM dw_fired ORDER BY what',
+				  $$VALUES ('a2_events UPDATE ROW'), ('a2_snapshot_pins DELETE STATEMENT')$$,
+				  'the row trigger and the statement trigger both fired');
+REVOKE DELETE ON a2_snapshot_pins FROM dw_worker;
+SET LOCAL ROLE dw_worker;
+SELECT throws_ok($$SELECT a2_complete('cf-t', 3, 1, NULL)$$, '42501', 'permission denied for table a2_snapshot_pins',
+				 'without DELETE on a2_snapshot_pins a completion is refused, as its statement is (42501)');
+RESET ROLE;
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,0 +1,59 @@
+/*-------------------------------------------------------------------------
+ *
+ * direct.h
+ *	  Direct writes: a2_events rows written without the executor, the heap
+ *	  tuple and its index entries straight from C, as core writes its
+ *	  catalogs (docs/internals.md, "Direct writes").
+ *
+ *	  Offers the two writes the single-node layer and a2_complete try
+ *	  before their statements, and the a2.direct_writes setting.  Each
+ *	  writes only where its statement would do nothing more than that row
+ *	  and its index entries (direct_shape.h lists what sends a call back to
+ *	  its statement); everywhere else it answers false, having written
+ *	  nothing, and the statement runs.  So users' triggers, rules,
+ *	  policies and privileges keep applying exactly as through the
+ *	  statement.
+ *
+ *	  Locks: those of the statements they stand in for (direct_shape.h),
+ *	  after the caller's session lock (layer.h's order); nothing of their
+ *	  own.
+ *
+ * IDENTIFICATION
+ *	  src/direct.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef A2_DIRECT_H
+#define A2_DIRECT_H
+
+#include "postgres.h"
+
+#include "storage/itemptr.h"
+#include "utils/jsonb.h"
+
+#include "layer.h"
+#include "validate.h"
+
+/* From _PG_init: the a2.direct_writes setting. */
+extern void a2_direct_init(void);
+
+/*
+ * Insert one event of session `session` (a text datum) at the session's
+ * next index, as local.c's insert_one_generated statement would, and fill
+ * `out` (base, inserted = 1, waiting; pending is false).  Only for an id
+ * a2 generated, no lane, no pending check asked, a session with a row.
+ */
+extern bool a2_direct_insert_one(Datum session, A2EventInput *ev,
+								 int64 now_ms, bool need_pending,
+								 A2InsertOutcome *out);
+
+/*
+ * Mark event `index` of session `session` (a text datum), whose row
+ * version `tid` the caller holds locked, processed by `attempt`, as
+ * complete.c's finish_event statement would when the event has no lane
+ * and finds no snapshot pin or history row to release.
+ */
+extern bool a2_direct_finish(Datum session, int64 index, ItemPointer tid,
+							 int64 now_ms, int32 attempt, Jsonb *returned_ids);
+
+#endif							/* A2_DIRECT_H */

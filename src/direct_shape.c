@@ -1,0 +1,496 @@
+/*-------------------------------------------------------------------------
+ *
+ * direct_shape.c
+ *	  a2_events for the direct writes (direct_shape.h): its shape, kept
+ *	  per backend, and a row written through the table access method with
+ *	  its index entries, as core writes a catalog row.
+ *
+ *	  The shape: which attribute is which column a direct write names
+ *	  (by name, so an upgraded table whose columns were added later is
+ *	  the same), the value of every other column (its default when that
+ *	  is a constant, else NULL; a default that is not a constant, a
+ *	  domain, a generated or identity column, or a NOT NULL column without
+ *	  a default makes the table unusable), and each index's IndexInfo with
+ *	  its predicate and expressions prepared once.  Any relcache
+ *	  invalidation of a2_events drops it (ALTER TABLE, CREATE or DROP
+ *	  INDEX, CREATE TRIGGER, a policy, a grant send one); one that arrives
+ *	  while it is being learnt leaves it unknown.  What depends on the
+ *	  caller (privileges, the transaction) is checked on every call.
+ *
+ * IDENTIFICATION
+ *	  src/direct_shape.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "optimizer/optimizer.h"
+#include "rewrite/rewriteHandler.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "direct.h"
+#include "direct_shape.h"
+#include "extension.h"
+#include "statements.h"
+
+/* The columns' names and the types a2 created them with. */
+static const struct
+{
+	const char *name;
+	Oid			type;
+}			columns[A2D_NCOLUMNS] =
+{
+	[A2D_SESSION_ID] = {"session_id", TEXTOID},
+	[A2D_IDX] = {"idx", INT8OID},
+	[A2D_EVENT_TYPE] = {"event_type", TEXTOID},
+	[A2D_PAYLOAD] = {"payload", JSONBOID},
+	[A2D_EVENT_ID] = {"event_id", TEXTOID},
+	[A2D_CREATED_AT] = {"created_at", INT8OID},
+	[A2D_CAUSE] = {"cause", JSONBOID},
+	[A2D_LANE] = {"lane", TEXTOID},
+	[A2D_LANE_READY] = {"lane_ready", BOOLOID},
+	[A2D_PROCESSED_AT] = {"processed_at", INT8OID},
+	[A2D_NOT_BEFORE] = {"not_before", INT8OID},
+	[A2D_QUEUE] = {"queue", TEXTOID},
+	[A2D_PRIORITY] = {"priority", INT4OID},
+	[A2D_CONCURRENCY_KEY] = {"concurrency_key", TEXTOID},
+	[A2D_WAIT_FOR] = {"wait_for", JSONBOID},
+	[A2D_WAIT_RESULT] = {"wait_result", JSONBOID},
+	[A2D_PROCESSED_BY_ATTEMPT] = {"processed_by_attempt", INT4OID},
+	[A2D_RETURNED_EVENT_IDS] = {"returned_event_ids", JSONBOID},
+	[A2D_CLAIM_HOLDER] = {"claim_holder", TEXTOID},
+	[A2D_CLAIM_EXPIRES_AT] = {"claim_expires_at", INT8OID},
+};
+
+/*
+ * The columns an appended row names (local.c's insert statements); every
+ * other column gets its fill value.
+ */
+static const bool appended[A2D_NCOLUMNS] = {
+	[A2D_SESSION_ID] = true, [A2D_IDX] = true, [A2D_EVENT_TYPE] = true,
+	[A2D_PAYLOAD] = true, [A2D_EVENT_ID] = true, [A2D_CREATED_AT] = true,
+	[A2D_CAUSE] = true, [A2D_LANE] = true, [A2D_LANE_READY] = true,
+	[A2D_PROCESSED_AT] = true, [A2D_NOT_BEFORE] = true, [A2D_QUEUE] = true,
+	[A2D_PRIORITY] = true, [A2D_CONCURRENCY_KEY] = true, [A2D_WAIT_FOR] = true,
+};
+
+/* One index of a2_events, ready to take entries. */
+typedef struct ShapeIndex
+{
+	Oid			oid;
+	IndexInfo  *info;			/* predicate and expressions prepared */
+	IndexUniqueCheck check;
+	Bitmapset  *attrs;			/* the table's attributes it holds */
+} ShapeIndex;
+
+/* a2_events as this backend last saw it */
+typedef struct Shape
+{
+	Oid			relid;			/* InvalidOid: not known */
+	bool		usable;			/* direct writes may serve it */
+	AttrNumber	att[A2D_NCOLUMNS];
+	int			natts;
+	Datum	   *fill;			/* per attribute: the value of a column not named */
+	bool	   *fill_null;
+	int			nindexes;
+	ShapeIndex *indexes;
+	int			named[2];		/* A2D_PKEY, A2D_WAITING in indexes[] */
+	MemoryContext cxt;
+} Shape;
+
+static Shape shape;
+static bool callback_registered = false;
+static uint64 invalidations = 0;
+static bool direct_writes = true;
+
+void
+a2_direct_init(void)
+{
+	DefineCustomBoolVariable("a2.direct_writes",
+							 "Writes plain a2_events rows without the executor.",
+							 "Off: every append and completion runs its statements (the result is the same).",
+							 &direct_writes,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+static void
+shape_invalidate(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == shape.relid)
+		shape.relid = InvalidOid;
+	invalidations++;
+}
+
+/* The value a column the statement does not name gets: false when unknown. */
+static bool
+fill_value(Relation rel, int attnum, Datum *value, bool *isnull)
+{
+	Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	Node	   *def;
+
+	if (attr->attgenerated || attr->attidentity ||
+		get_typtype(attr->atttypid) == TYPTYPE_DOMAIN)
+		return false;
+	def = build_column_default(rel, attnum);
+	if (def == NULL)
+	{
+		*value = (Datum) 0;
+		*isnull = true;
+		return !attr->attnotnull;
+	}
+	if (!IsA(def, Const))
+		return false;
+	*isnull = ((Const *) def)->constisnull;
+	*value = *isnull ? (Datum) 0 :
+		datumCopy(((Const *) def)->constvalue, attr->attbyval, attr->attlen);
+	return true;
+}
+
+/* The table's attributes an index holds (keys, INCLUDE columns, expressions). */
+static Bitmapset *
+index_attrs(IndexInfo *ii)
+{
+	Bitmapset  *attrs = NULL;
+	Bitmapset  *vars = NULL;
+	int			x = -1;
+
+	for (int i = 0; i < ii->ii_NumIndexAttrs; i++)
+		if (ii->ii_IndexAttrNumbers[i] > 0)
+			attrs = bms_add_member(attrs, ii->ii_IndexAttrNumbers[i]);
+	pull_varattnos((Node *) ii->ii_Expressions, 1, &vars);
+	while ((x = bms_next_member(vars, x)) >= 0)
+		attrs = bms_add_member(attrs, x + FirstLowInvalidHeapAttributeNumber);
+	return attrs;
+}
+
+/*
+ * One index, kept with its predicate and expressions ready to evaluate:
+ * a btree (other access methods keep per-statement state in the
+ * IndexInfo), with no exclusion constraint (it reads other rows) and no
+ * deferred uniqueness check (a trigger's business).  In shape.cxt.
+ */
+static bool
+learn_index(Relation ind, ShapeIndex *si)
+{
+	IndexInfo  *ii;
+	List	   *states = NIL;
+	ListCell   *lc;
+
+	if (ind->rd_rel->relam != BTREE_AM_OID)
+		return false;
+	ii = BuildIndexInfo(ind);
+	if (ii->ii_ExclusionOps != NULL ||
+		(ind->rd_index->indisunique && !ind->rd_index->indimmediate))
+		return false;
+	if (ii->ii_Predicate != NIL)
+		ii->ii_PredicateState =
+			ExecInitQual((List *) expression_planner((Expr *) ii->ii_Predicate), NULL);
+	foreach(lc, ii->ii_Expressions)
+		states = lappend(states,
+						 ExecInitExpr(expression_planner((Expr *) lfirst(lc)), NULL));
+	ii->ii_ExpressionsState = states;
+	si->oid = RelationGetRelid(ind);
+	si->info = ii;
+	si->check = ind->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO;
+	si->attrs = index_attrs(ii);
+	return true;
+}
+
+/* Every index of a2_events, and where the two the writes read are. */
+static bool
+learn_indexes(Relation rel)
+{
+	List	   *oids = RelationGetIndexList(rel);
+	Oid			pkey = a2_relid("a2_events_pkey");
+	Oid			waiting = a2_relid("a2_events_waiting");
+	bool		ok = true;
+	ListCell   *lc;
+
+	shape.nindexes = 0;
+	shape.indexes = palloc0(sizeof(ShapeIndex) * Max(list_length(oids), 1));
+	shape.named[A2D_PKEY] = shape.named[A2D_WAITING] = -1;
+	foreach(lc, oids)
+	{
+		Relation	ind = index_open(lfirst_oid(lc), RowExclusiveLock);
+		ShapeIndex *si = &shape.indexes[shape.nindexes];
+
+		ok = ok && learn_index(ind, si);
+		if (ok && ind->rd_index->indkey.values[0] == shape.att[A2D_SESSION_ID])
+		{
+			if (si->oid == pkey && ind->rd_index->indnkeyatts == 2 &&
+				ind->rd_index->indkey.values[1] == shape.att[A2D_IDX])
+				shape.named[A2D_PKEY] = shape.nindexes;
+			else if (si->oid == waiting)
+				shape.named[A2D_WAITING] = shape.nindexes;
+		}
+		index_close(ind, NoLock);
+		shape.nindexes++;
+	}
+	return ok && shape.named[A2D_PKEY] >= 0 && shape.named[A2D_WAITING] >= 0;
+}
+
+/* Learn a2_events' shape (rel is open); false: not usable. */
+static bool
+shape_build(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	uint64		seen = invalidations;
+	MemoryContext old;
+
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(shape_invalidate, (Datum) 0);
+		callback_registered = true;
+	}
+	if (shape.cxt == NULL)
+		shape.cxt = AllocSetContextCreate(TopMemoryContext, "a2 direct writes",
+										  (Size) 0, (Size) 8192, (Size) 65536);
+	MemoryContextReset(shape.cxt);
+	old = MemoryContextSwitchTo(shape.cxt);
+
+	shape.usable = true;
+	shape.natts = desc->natts;
+	shape.fill = palloc0(sizeof(Datum) * desc->natts);
+	shape.fill_null = palloc(sizeof(bool) * desc->natts);
+	memset(shape.att, 0, sizeof(shape.att));
+	for (int i = 0; i < desc->natts && shape.usable; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, i);
+		int			k;
+
+		shape.fill_null[i] = true;
+		if (attr->attisdropped)
+			continue;
+		for (k = 0; k < A2D_NCOLUMNS; k++)
+			if (strcmp(NameStr(attr->attname), columns[k].name) == 0)
+				break;
+		if (k < A2D_NCOLUMNS)
+		{
+			shape.att[k] = i + 1;
+			if (attr->atttypid != columns[k].type)
+				shape.usable = false;
+			if (appended[k])
+				continue;
+		}
+		if (!fill_value(rel, i + 1, &shape.fill[i], &shape.fill_null[i]))
+			shape.usable = false;
+	}
+	for (int k = 0; k < A2D_NCOLUMNS; k++)
+		if (shape.att[k] == 0)
+			shape.usable = false;
+	if (shape.usable)
+		shape.usable = learn_indexes(rel);
+	MemoryContextSwitchTo(old);
+	/* an invalidation while learning (index_open) leaves it unknown */
+	if (invalidations == seen)
+		shape.relid = RelationGetRelid(rel);
+	return shape.usable;
+}
+
+/*
+ * What a statement would do beyond the rows it writes: a trigger, a rule,
+ * a CHECK constraint, a policy.
+ */
+static bool
+plain_table(Relation rel)
+{
+	return rel->rd_rel->relkind == RELKIND_RELATION &&
+		rel->trigdesc == NULL &&
+		!rel->rd_rel->relhasrules &&
+		!rel->rd_rel->relrowsecurity &&
+		(rel->rd_att->constr == NULL || rel->rd_att->constr->num_check == 0);
+}
+
+/* What does not need the table: the setting, the mode, the transaction. */
+static bool
+may_write(void)
+{
+	return direct_writes && !a2_distributed() && a2_has_dispatch() &&
+		!XactReadOnly && !IsInParallelMode() &&
+		ExecutorCheckPerms_hook == NULL;
+}
+
+static bool
+holds(Oid relid, AclMode privileges)
+{
+	return OidIsValid(relid) &&
+		pg_class_aclmask(relid, GetUserId(), privileges, ACLMASK_ALL) == privileges;
+}
+
+bool
+a2_direct_open(A2DirectTable *t, AclMode privileges)
+{
+	Oid			relid;
+
+	if (!may_write())
+		return false;
+	relid = a2_relid("a2_events");
+	if (!holds(relid, privileges))
+		return false;
+
+	/* the lock takes in pending invalidations: the shape is current after it */
+	t->rel = table_open(relid, RowExclusiveLock);
+	if (!plain_table(t->rel) ||
+		!(shape.relid == relid ? shape.usable : shape_build(t->rel)) ||
+		shape.natts != RelationGetDescr(t->rel)->natts)
+	{
+		table_close(t->rel, NoLock);
+		return false;
+	}
+	t->indexes = palloc(sizeof(Relation) * shape.nindexes);
+	for (int i = 0; i < shape.nindexes; i++)
+		t->indexes[i] = index_open(shape.indexes[i].oid, RowExclusiveLock);
+	t->estate = CreateExecutorState();
+	t->slot = MakeSingleTupleTableSlot(RelationGetDescr(t->rel), &TTSOpsVirtual);
+	return true;
+}
+
+void
+a2_direct_close(A2DirectTable *t)
+{
+	ExecDropSingleTupleTableSlot(t->slot);
+	FreeExecutorState(t->estate);
+	for (int i = 0; i < shape.nindexes; i++)
+		index_close(t->indexes[i], NoLock);
+	pfree(t->indexes);
+	table_close(t->rel, NoLock);
+}
+
+bool
+a2_direct_bystander(const char *relname, AclMode privileges)
+{
+	Oid			relid = a2_relid(relname);
+	Relation	rel;
+	bool		ok;
+
+	if (!holds(relid, privileges))
+		return false;
+	rel = table_open(relid, RowExclusiveLock);
+	ok = rel->rd_rel->relkind == RELKIND_RELATION && rel->trigdesc == NULL &&
+		!rel->rd_rel->relhasrules;
+	table_close(rel, NoLock);
+	return ok;
+}
+
+AttrNumber
+a2_direct_att(A2DirectColumn col)
+{
+	return shape.att[col];
+}
+
+Relation
+a2_direct_index(A2DirectTable *t, A2DirectIndex which)
+{
+	return t->indexes[shape.named[which]];
+}
+
+void
+a2_direct_row_new(A2DirectTable *t)
+{
+	ExecClearTuple(t->slot);
+	memcpy(t->slot->tts_values, shape.fill, sizeof(Datum) * shape.natts);
+	memcpy(t->slot->tts_isnull, shape.fill_null, sizeof(bool) * shape.natts);
+}
+
+bool
+a2_direct_row_from(A2DirectTable *t, ItemPointer tid)
+{
+	TupleDesc	desc = RelationGetDescr(t->rel);
+	TupleTableSlot *old = table_slot_create(t->rel, NULL);
+	bool		found = table_tuple_fetch_row_version(t->rel, tid, SnapshotAny, old);
+
+	ExecClearTuple(t->slot);
+	if (found)
+	{
+		slot_getallattrs(old);
+		/* copies: the old row's values point into its buffer */
+		for (int i = 0; i < shape.natts; i++)
+		{
+			Form_pg_attribute attr = TupleDescAttr(desc, i);
+
+			t->slot->tts_isnull[i] = old->tts_isnull[i];
+			t->slot->tts_values[i] = old->tts_isnull[i] ? (Datum) 0 :
+				datumCopy(old->tts_values[i], attr->attbyval, attr->attlen);
+		}
+	}
+	ExecDropSingleTupleTableSlot(old);
+	return found;
+}
+
+void
+a2_direct_set(A2DirectTable *t, A2DirectColumn col, Datum value, bool isnull)
+{
+	int			i = shape.att[col] - 1;
+
+	t->slot->tts_values[i] = isnull ? (Datum) 0 : value;
+	t->slot->tts_isnull[i] = isnull;
+}
+
+void
+a2_direct_set_text(A2DirectTable *t, A2DirectColumn col, const char *value)
+{
+	a2_direct_set(t, col, value ? CStringGetTextDatum(value) : (Datum) 0, value == NULL);
+}
+
+bool
+a2_direct_row_done(A2DirectTable *t)
+{
+	TupleDesc	desc = t->slot->tts_tupleDescriptor;
+
+	for (int i = 0; i < shape.natts; i++)
+		if (t->slot->tts_isnull[i] && TupleDescAttr(desc, i)->attnotnull &&
+			!TupleDescAttr(desc, i)->attisdropped)
+			return false;
+	ExecStoreVirtualTuple(t->slot);
+	return true;
+}
+
+/*
+ * As ExecInsertIndexTuples for a plain insert or update: each partial
+ * index whose predicate holds, unique ones checked.
+ */
+void
+a2_direct_index_entries(A2DirectTable *t, const Bitmapset *changed)
+{
+	ExprContext *econtext = GetPerTupleExprContext(t->estate);
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+
+	econtext->ecxt_scantuple = t->slot;
+	for (int i = 0; i < shape.nindexes; i++)
+	{
+		ShapeIndex *si = &shape.indexes[i];
+		IndexInfo  *ii = si->info;
+
+		if (!ii->ii_ReadyForInserts)
+			continue;
+		if (ii->ii_PredicateState && !ExecQual(ii->ii_PredicateState, econtext))
+			continue;
+		FormIndexDatum(ii, t->slot, t->estate, values, isnull);
+		(void) index_insert(t->indexes[i], values, isnull, &t->slot->tts_tid,
+							t->rel, si->check,
+							changed != NULL && !bms_overlap(si->attrs, changed), ii);
+	}
+	ResetExprContext(econtext);
+}

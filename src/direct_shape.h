@@ -1,0 +1,121 @@
+/*-------------------------------------------------------------------------
+ *
+ * direct_shape.h
+ *	  What the direct writes (direct.h) share: a2_events opened for a
+ *	  write without the executor, its row built column by column, and its
+ *	  index entries (docs/internals.md, "Direct writes").  For
+ *	  direct_insert.c and direct_finish.c only.
+ *
+ *	  a2_direct_open() answers false, with nothing open, wherever the
+ *	  statement would do more than write a2_events' row and its index
+ *	  entries: a trigger, a rule, a CHECK constraint, row-level security;
+ *	  a column a2 does not write whose value only the executor can
+ *	  compute; an index that is not a plain btree; the caller without the
+ *	  privileges asked for on the whole table; a read-only or parallel
+ *	  transaction; an executor permission hook.  The table's shape (which
+ *	  attribute is which column, the constant defaults, each index's
+ *	  IndexInfo with its predicate and expressions prepared) is kept per
+ *	  backend and dropped at any relcache invalidation of a2_events.
+ *
+ *	  Locks: a2_events and each of its indexes in ROW EXCLUSIVE mode, as
+ *	  the statements take them, held to the end of the transaction.
+ *
+ * IDENTIFICATION
+ *	  src/direct_shape.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef A2_DIRECT_SHAPE_H
+#define A2_DIRECT_SHAPE_H
+
+#include "postgres.h"
+
+#include "executor/tuptable.h"
+#include "nodes/bitmapset.h"
+#include "nodes/execnodes.h"
+#include "utils/acl.h"
+#include "utils/relcache.h"
+
+/* The columns of a2_events a direct write names. */
+typedef enum A2DirectColumn
+{
+	A2D_SESSION_ID,
+	A2D_IDX,
+	A2D_EVENT_TYPE,
+	A2D_PAYLOAD,
+	A2D_EVENT_ID,
+	A2D_CREATED_AT,
+	A2D_CAUSE,
+	A2D_LANE,
+	A2D_LANE_READY,
+	A2D_PROCESSED_AT,
+	A2D_NOT_BEFORE,
+	A2D_QUEUE,
+	A2D_PRIORITY,
+	A2D_CONCURRENCY_KEY,
+	A2D_WAIT_FOR,
+	A2D_WAIT_RESULT,
+	A2D_PROCESSED_BY_ATTEMPT,
+	A2D_RETURNED_EVENT_IDS,
+	A2D_CLAIM_HOLDER,
+	A2D_CLAIM_EXPIRES_AT,
+	A2D_NCOLUMNS
+} A2DirectColumn;
+
+/* The two indexes the writes read. */
+typedef enum A2DirectIndex
+{
+	A2D_PKEY,					/* a2_events_pkey (session_id, idx) */
+	A2D_WAITING					/* a2_events_waiting (session_id, idx) */
+} A2DirectIndex;
+
+typedef struct A2DirectTable
+{
+	Relation	rel;
+	Relation   *indexes;		/* every index of a2_events, open */
+	EState	   *estate;			/* for the indexes' expressions */
+	TupleTableSlot *slot;		/* the row being written (virtual) */
+} A2DirectTable;
+
+/*
+ * Open a2_events and its indexes for a direct write by a caller who must
+ * hold `privileges` (ACL_INSERT, ACL_UPDATE, ...) on the whole table;
+ * false, with nothing open: the statement is to run.
+ */
+extern bool a2_direct_open(A2DirectTable *t, AclMode privileges);
+extern void a2_direct_close(A2DirectTable *t);
+
+/*
+ * Another table a direct write stands in for a statement on (which finds
+ * no row there): true when that statement would do nothing but read it,
+ * i.e. the caller holds `privileges` on it and it has no trigger (a
+ * statement trigger fires even for no row) and no rule.  Opens and closes
+ * it in ROW EXCLUSIVE mode, the statement's lock, which stays held.
+ */
+extern bool a2_direct_bystander(const char *relname, AclMode privileges);
+
+extern AttrNumber a2_direct_att(A2DirectColumn col);
+extern Relation a2_direct_index(A2DirectTable *t, A2DirectIndex which);
+
+/* A new row: every column a2 does not name at its constant default. */
+extern void a2_direct_row_new(A2DirectTable *t);
+
+/* The row at `tid` as it is (the caller holds its lock); false: none. */
+extern bool a2_direct_row_from(A2DirectTable *t, ItemPointer tid);
+
+extern void a2_direct_set(A2DirectTable *t, A2DirectColumn col, Datum value,
+						  bool isnull);
+extern void a2_direct_set_text(A2DirectTable *t, A2DirectColumn col,
+							   const char *value);
+
+/* The row is complete; false: a NOT NULL column is null (the statement raises). */
+extern bool a2_direct_row_done(A2DirectTable *t);
+
+/*
+ * The row's index entries: each index whose predicate holds for it.
+ * `changed` (the columns an update wrote; NULL for an insert) tells each
+ * index whether its key is unchanged (the btree's bottom-up deletion hint).
+ */
+extern void a2_direct_index_entries(A2DirectTable *t, const Bitmapset *changed);
+
+#endif							/* A2_DIRECT_SHAPE_H */
