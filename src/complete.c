@@ -239,8 +239,8 @@ apply_completion(CompleteArgs *args, A2Json *js)
 						 js, NULL);
 
 	if (!args->has_lane && !args->has_pins && args->has_row_id &&
-		a2_direct_finish(args->call.session, args->index, &args->row_id, now_ms, args->attempt,
-						 returned_ids_jsonb(args)))
+		a2_direct_finish(args->call.session, args->index, &args->row_id,
+						 now_ms, args->attempt, returned_ids_jsonb(args)))
 		return;
 	a2_args_init(&a, &finish_event);
 	a2_bind(&a, 1, TEXTOID, args->call.session);

@@ -5,7 +5,7 @@
  *	  tuple and its index entries straight from C, as core writes its
  *	  catalogs (docs/internals.md, "Direct writes").
  *
- *	  Offers the two writes the single-node layer and a2_complete try
+ *	  Offers the writes the single-node layer, a2_complete and a2_fail try
  *	  before their statements, and the a2.direct_writes setting.  Each
  *	  writes only where its statement would do nothing more than that row
  *	  and its index entries (direct_shape.h lists what sends a call back to
@@ -55,5 +55,25 @@ extern bool a2_direct_insert_one(Datum session, A2EventInput *ev,
  */
 extern bool a2_direct_finish(Datum session, int64 index, ItemPointer tid,
 							 int64 now_ms, int32 attempt, Jsonb *returned_ids);
+
+/* What fail.c's record_failure statement writes. */
+typedef struct A2DirectFailure
+{
+	const char *error;			/* NULL: stored as null */
+	int64		now_ms;
+	int32		attempt;
+	bool		dead_letter;
+	bool		has_retry_at;	/* a backoff: not_before becomes retry_at */
+	int64		retry_at;
+} A2DirectFailure;
+
+/*
+ * Record a failure of event `index` of session `session`, whose row
+ * version `tid` the caller holds locked, as fail.c's record_failure
+ * statement would; *available_at: the key the event is available at
+ * afterwards (the statement's RETURNING).
+ */
+extern bool a2_direct_record_failure(Datum session, int64 index, ItemPointer tid,
+									 const A2DirectFailure *f, int64 *available_at);
 
 #endif							/* A2_DIRECT_H */

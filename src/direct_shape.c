@@ -78,6 +78,11 @@ static const struct
 	[A2D_RETURNED_EVENT_IDS] = {"returned_event_ids", JSONBOID},
 	[A2D_CLAIM_HOLDER] = {"claim_holder", TEXTOID},
 	[A2D_CLAIM_EXPIRES_AT] = {"claim_expires_at", INT8OID},
+	[A2D_FAILURE_COUNT] = {"failure_count", INT4OID},
+	[A2D_LAST_ERROR] = {"last_error", TEXTOID},
+	[A2D_LAST_FAILED_AT] = {"last_failed_at", INT8OID},
+	[A2D_LAST_FAILED_ATTEMPT] = {"last_failed_attempt", INT4OID},
+	[A2D_FAILED_AT] = {"failed_at", INT8OID},
 };
 
 /*
@@ -436,6 +441,15 @@ a2_direct_row_from(A2DirectTable *t, ItemPointer tid)
 	}
 	ExecDropSingleTupleTableSlot(old);
 	return found;
+}
+
+Datum
+a2_direct_get(A2DirectTable *t, A2DirectColumn col, bool *isnull)
+{
+	int			i = shape.att[col] - 1;
+
+	*isnull = t->slot->tts_isnull[i];
+	return t->slot->tts_values[i];
 }
 
 void

@@ -4,7 +4,7 @@
  *	  What the direct writes (direct.h) share: a2_events opened for a
  *	  write without the executor, its row built column by column, and its
  *	  index entries (docs/internals.md, "Direct writes").  For
- *	  direct_insert.c and direct_finish.c only.
+ *	  direct_insert.c and direct_update.c only.
  *
  *	  a2_direct_open() answers false, with nothing open, wherever the
  *	  statement would do more than write a2_events' row and its index
@@ -59,6 +59,11 @@ typedef enum A2DirectColumn
 	A2D_RETURNED_EVENT_IDS,
 	A2D_CLAIM_HOLDER,
 	A2D_CLAIM_EXPIRES_AT,
+	A2D_FAILURE_COUNT,
+	A2D_LAST_ERROR,
+	A2D_LAST_FAILED_AT,
+	A2D_LAST_FAILED_ATTEMPT,
+	A2D_FAILED_AT,
 	A2D_NCOLUMNS
 } A2DirectColumn;
 
@@ -103,6 +108,7 @@ extern void a2_direct_row_new(A2DirectTable *t);
 /* The row at `tid` as it is (the caller holds its lock); false: none. */
 extern bool a2_direct_row_from(A2DirectTable *t, ItemPointer tid);
 
+extern Datum a2_direct_get(A2DirectTable *t, A2DirectColumn col, bool *isnull);
 extern void a2_direct_set(A2DirectTable *t, A2DirectColumn col, Datum value,
 						  bool isnull);
 extern void a2_direct_set_text(A2DirectTable *t, A2DirectColumn col,

@@ -32,6 +32,7 @@
 #include "call.h"
 #include "events.h"
 #include "clock.h"
+#include "direct.h"
 #include "json_out.h"
 #include "key_park.h"
 #include "layer.h"
@@ -52,36 +53,36 @@ enum
 	LOCK_EVENT_HELD,
 	LOCK_EVENT_FAILURE_COUNT,
 	LOCK_EVENT_FAILED_BY_THIS,
-	LOCK_EVENT_CONCURRENCY_KEY
+	LOCK_EVENT_CONCURRENCY_KEY,
+	LOCK_EVENT_ROW_ID
 };
+
+/* On one server it also gives the locked row version, for a direct write (direct.h). */
+#define LOCK_EVENT_SQL(key, row_id) \
+	"SELECT e.processed_at IS NOT NULL AS processed, e.failed_at IS NOT NULL AS dead_lettered," \
+	"       e.attempt_count, e.claim_holder IS NOT NULL AS held, e.failure_count," \
+	"       COALESCE(e.last_failed_attempt OPERATOR(pg_catalog.=) $3," \
+	"                e.last_failed_attempt IS NULL AND $3 IS NULL) AS failed_by_this," \
+	"       " key ", " row_id \
+	"  FROM @extschema@.a2_events e" \
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"
 
 static A2Statement lock_event = {
 	.name = "fail.lock_event",
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
-				"SELECT e.processed_at IS NOT NULL AS processed, e.failed_at IS NOT NULL AS dead_lettered,"
-				"       e.attempt_count, e.claim_holder IS NOT NULL AS held, e.failure_count,"
-				"       COALESCE(e.last_failed_attempt OPERATOR(pg_catalog.=) $3,"
-				"                e.last_failed_attempt IS NULL AND $3 IS NULL) AS failed_by_this,"
-				"       NULL::pg_catalog.text AS concurrency_key"
-				"  FROM @extschema@.a2_events e"
-				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
+				LOCK_EVENT_SQL("NULL::pg_catalog.text AS concurrency_key", "NULL::pg_catalog.tid AS row_id")),
 		/* 0.4.0: the key whose slot a failure frees (key_park.h) */
-		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_4,
-				"SELECT e.processed_at IS NOT NULL AS processed, e.failed_at IS NOT NULL AS dead_lettered,"
-				"       e.attempt_count, e.claim_holder IS NOT NULL AS held, e.failure_count,"
-				"       COALESCE(e.last_failed_attempt OPERATOR(pg_catalog.=) $3,"
-				"                e.last_failed_attempt IS NULL AND $3 IS NULL) AS failed_by_this,"
-				"       e.concurrency_key"
-				"  FROM @extschema@.a2_events e"
-				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
+		A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_4,
+				LOCK_EVENT_SQL("e.concurrency_key", "NULL::pg_catalog.tid AS row_id")),
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, LOCK_EVENT_SQL("e.concurrency_key", "e.ctid AS row_id")),
 	},
 	.nparams = 3,
 	.params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID),
 	A2_PARAM("attempt", INT4OID)},
 	.session_param = 1,
 	.columns = A2_COLUMNS("processed", "dead_lettered", "attempt_count", "held",
-						  "failure_count", "failed_by_this", "concurrency_key")
+						  "failure_count", "failed_by_this", "concurrency_key", "row_id")
 };
 
 #define RECORD_FAILURE_SQL(backoff) \
@@ -128,6 +129,22 @@ typedef struct FailArgs
 	int64		retry_at_ms;	/* now + retry_after_ms, when backoff */
 } FailArgs;
 
+/* record_failure's update, written directly (direct.h); false: run it. */
+static bool
+record_directly(FailArgs *args, Datum session, ItemPointer row_id,
+				bool dead_letter, int64 *available_at)
+{
+	A2DirectFailure f;
+
+	f.error = args->error;
+	f.now_ms = args->now_ms;
+	f.attempt = args->attempt;
+	f.dead_letter = dead_letter;
+	f.has_retry_at = args->backoff && !dead_letter;
+	f.retry_at = args->retry_at_ms;
+	return a2_direct_record_failure(session, args->index, row_id, &f, available_at);
+}
+
 static Jsonb *
 fail_attempt(FailArgs *args)
 {
@@ -142,6 +159,9 @@ fail_attempt(FailArgs *args)
 				failures;
 	const char *outcome;
 	char	   *key;
+	bool		has_row_id;
+	ItemPointerData row_id;		/* the locked row version (one server) */
+	int64		at;
 	Jsonb	   *result;
 
 	a2_call_begin(&call, args->session_id);
@@ -162,6 +182,14 @@ fail_attempt(FailArgs *args)
 	failures = a2_col_int64(0, LOCK_EVENT_FAILURE_COUNT);
 	failed_by_this = a2_col_bool(0, LOCK_EVENT_FAILED_BY_THIS);
 	key = a2_col_text(0, LOCK_EVENT_CONCURRENCY_KEY);
+	{
+		bool		isnull;
+		Datum		d = a2_col(0, LOCK_EVENT_ROW_ID, &isnull);
+
+		has_row_id = !isnull;
+		if (!isnull)
+			ItemPointerCopy((ItemPointer) DatumGetPointer(d), &row_id);
+	}
 
 	if (!processed && !dead && attempt_count == args->attempt && held)
 	{
@@ -191,13 +219,17 @@ fail_attempt(FailArgs *args)
 		}
 		else
 			a2_bind_null(&a, 7);
-		if (a2_has_dispatch())
+		if (has_row_id && record_directly(args, call.session, &row_id, dead_letter, &at))
+		{
+			if (!dead_letter)
+				a2_walk_mark_lower(at, at);
+		}
+		else if (a2_has_dispatch())
 		{
 			a2_exec_latest(&a, SPI_OK_UPDATE_RETURNING);
 			if (!dead_letter)
 			{
-				int64		at = a2_col_int64(0, 1);
-
+				at = a2_col_int64(0, 1);
 				a2_walk_mark_lower(at, at);
 			}
 		}

@@ -130,7 +130,7 @@ a2_push_jsonb_value(a2_jsonb_builder *js, JsonbIteratorToken seq,
 #endif
 
 /*
- * table_tuple_update of a row the caller holds locked (direct_finish.c),
+ * table_tuple_update of a row the caller holds locked (direct_update.c),
  * with no crosscheck and waiting: 16 replaced the bool that says whether
  * the new version needs index entries (the update was not HOT) by
  * TU_UpdateIndexes (none, all, or the summarizing ones only); 19 added an

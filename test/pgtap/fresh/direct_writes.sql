@@ -2,7 +2,7 @@
 -- Direct writes (docs/internals.md, "Direct writes"): a plain appended
 -- event is written without the executor.  The row and the answer must be
 -- exactly those of the INSERT statement (a2.direct_writes = off), for
--- every kind of event, and so must a completion's; and wherever the
+-- every kind of event, and so must a completion's and a failure's; and wherever the
 -- statement would do more than write the row (a user's trigger, a
 -- policy, a default that is not a constant, a NOT NULL column a2 does not
 -- fill, an index that is not a btree, column privileges, a read-only
@@ -19,7 +19,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS a2;
-SELECT plan(34);
+SELECT plan(36);
 
 SET LOCAL a2.now = '2026-03-01 00:00:00+00';
 
@@ -54,8 +54,7 @@ END
 $$;
 
 CREATE FUNCTION pg_temp.stored(s text) RETURNS SETOF jsonb LANGUAGE sql AS $$
-	SELECT to_jsonb(e) - 'event_id' - 'session_id' - 'first_claimed_at' - 'last_claimed_at'
-		   - 'claim_holder' - 'claim_expires_at'
+	SELECT to_jsonb(e) - 'event_id' - 'session_id'
 	  FROM a2_events e WHERE e.session_id = s ORDER BY e.idx
 $$;
 
@@ -212,6 +211,33 @@ SELECT results_eq($$SELECT pg_temp.anon(x, 'cf-on') FROM pg_temp.stored('cf-on')
 				  'every completed row is the same with and without direct writes');
 SELECT is((SELECT count(*) FROM a2_events WHERE session_id = 'cf-on' AND processed_at IS NOT NULL),
 		  5::bigint, 'all five events processed');
+
+-- Failures: the same, for a retried, a dead-lettered, a repeated and a
+-- backed-off failure.
+CREATE FUNCTION pg_temp.failures(s text) RETURNS SETOF jsonb LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM a2_append(s, '[{"type": "a"}, {"type": "b", "concurrencyKey": "k"},
+						  {"type": "c", "notBefore": "2026-03-05T00:00:00Z"}]');
+	RETURN NEXT a2_claim(s, 'w', 30000);
+	RETURN NEXT a2_fail(s, 1, 1, 'boom', 3);
+	RETURN NEXT a2_fail(s, 2, 1, NULL, 1);
+	RETURN NEXT a2_fail(s, 1, 1, 'boom', 3);
+	RETURN NEXT a2_claim(s, 'w', 30000);
+	RETURN NEXT a2_fail(s, 1, 2, 'again', 3, 60000);
+	RETURN NEXT a2_claim(s, 'w', 30000);
+END
+$$;
+SET LOCAL a2.direct_writes = off;
+CREATE TEMP TABLE failed_off AS
+	SELECT row_number() OVER () AS n, pg_temp.anon(a, 'ff-off') AS a FROM pg_temp.failures('ff-off') a;
+SET LOCAL a2.direct_writes = on;
+CREATE TEMP TABLE failed_on AS
+	SELECT row_number() OVER () AS n, pg_temp.anon(a, 'ff-on') AS a FROM pg_temp.failures('ff-on') a;
+SELECT results_eq('SELECT n, a FROM failed_on ORDER BY n', 'SELECT n, a FROM failed_off ORDER BY n',
+				  'every claim and failure answers the same with and without direct writes');
+SELECT results_eq($$SELECT pg_temp.anon(x, 'ff-on') FROM pg_temp.stored('ff-on') x$$,
+				  $$SELECT pg_temp.anon(x, 'ff-off') FROM pg_temp.stored('ff-off') x$$,
+				  'every failed row is the same with and without direct writes');
 
 -- 9. A completion still fires a user's UPDATE trigger on a2_events and a
 --    statement trigger on a2_snapshot_pins, and needs DELETE there.

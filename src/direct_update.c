@@ -1,0 +1,189 @@
+/*-------------------------------------------------------------------------
+ *
+ * direct_update.c
+ *	  A locked event row given its new version without the executor
+ *	  (direct.h; docs/internals.md, "Direct writes"): a completion's and a
+ *	  failure's.
+ *
+ *	  The caller's lock statement (complete.lock_event, fail.lock_event)
+ *	  read the row FOR UPDATE with the latest snapshot and returned its
+ *	  version (ctid).  That version becomes a new one through the table
+ *	  access method, with its index entries unless the update was HOT;
+ *	  the row lock keeps every other writer out.
+ *
+ *	  complete.c's finish_event statement does three things: it marks the
+ *	  event processed, makes the next event of its lane lane-ready, and
+ *	  releases the event's snapshot pins with the history rows no other
+ *	  pin holds.  For an event with no lane, no pin of its own and no
+ *	  history row in its session, only the first finds a row: that one is
+ *	  done here.  The statement would also have checked DELETE on
+ *	  a2_snapshot_pins and a2_snapshot_history and fired their statement
+ *	  triggers, finding no row: those tables are checked for both
+ *	  (a2_direct_bystander), and the statement runs when either would.
+ *
+ *	  fail.c's record_failure statement updates the row alone: it is done
+ *	  here whenever the table allows.
+ *
+ * IDENTIFICATION
+ *	  src/direct_update.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_collation.h"
+#include "nodes/bitmapset.h"
+#include "utils/builtins.h"
+
+#include "direct.h"
+#include "direct_shape.h"
+#include "pg_compat.h"
+
+/* The columns finish_event and record_failure set. */
+static const A2DirectColumn finished[] = {
+	A2D_PROCESSED_AT, A2D_PROCESSED_BY_ATTEMPT, A2D_RETURNED_EVENT_IDS,
+	A2D_LANE_READY, A2D_CLAIM_HOLDER, A2D_CLAIM_EXPIRES_AT
+};
+static const A2DirectColumn failed[] = {
+	A2D_FAILURE_COUNT, A2D_LAST_ERROR, A2D_LAST_FAILED_AT,
+	A2D_LAST_FAILED_ATTEMPT, A2D_FAILED_AT, A2D_CLAIM_HOLDER,
+	A2D_CLAIM_EXPIRES_AT, A2D_NOT_BEFORE
+};
+
+/* The locked version is the event's: its session and index. */
+static bool
+is_event(A2DirectTable *t, Datum session, int64 index)
+{
+	TupleTableSlot *slot = t->slot;
+	int			s = a2_direct_att(A2D_SESSION_ID) - 1;
+	int			i = a2_direct_att(A2D_IDX) - 1;
+
+	return !slot->tts_isnull[s] && !slot->tts_isnull[i] &&
+		DatumGetInt64(slot->tts_values[i]) == index &&
+		DatumGetBool(DirectFunctionCall2Coll(texteq, C_COLLATION_OID,
+											 slot->tts_values[s], session));
+}
+
+/*
+ * Open a2_events for an update of the row version `tid`, which must be
+ * event `index` of `session`; false, with nothing open: the statement is
+ * to run.
+ */
+static bool
+open_locked(A2DirectTable *t, Datum session, int64 index, ItemPointer tid,
+			bool finish)
+{
+	if (!a2_direct_open(t, ACL_UPDATE | ACL_SELECT))
+		return false;
+	/* the statement's lock order: a2_events, then the pins' tables */
+	if ((finish &&
+		 (!a2_direct_bystander("a2_snapshot_pins", ACL_DELETE | ACL_SELECT) ||
+		  !a2_direct_bystander("a2_snapshot_history", ACL_DELETE | ACL_SELECT))) ||
+		!a2_direct_row_from(t, tid))
+	{
+		a2_direct_close(t);
+		return false;
+	}
+	if (!is_event(t, session, index))
+		elog(ERROR, "a2: row %u/%u is not event %lld of its session",
+			 ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid),
+			 (long long) index);
+	return true;
+}
+
+/*
+ * Write the new version (its columns `set` changed); false, having written
+ * nothing: a NOT NULL column is null, the statement raises.  Closes t.
+ */
+static bool
+write_locked(A2DirectTable *t, int64 index, ItemPointer tid,
+			 const A2DirectColumn *set, int nset)
+{
+	Bitmapset  *changed = NULL;
+	bool		need_entries;
+	TM_Result	result;
+
+	if (!a2_direct_row_done(t))
+	{
+		a2_direct_close(t);
+		return false;
+	}
+	/* as SPI does before each statement of a call that writes */
+	CommandCounterIncrement();
+	result = a2_table_update(t->rel, tid, t->slot, GetCurrentCommandId(true),
+							 &need_entries);
+	/* the caller's lock keeps every other writer out */
+	if (result != TM_Ok)
+		elog(ERROR, "a2: event %lld changed under its row lock (%d)",
+			 (long long) index, (int) result);
+	if (need_entries)
+	{
+		for (int i = 0; i < nset; i++)
+			changed = bms_add_member(changed, a2_direct_att(set[i]));
+		a2_direct_index_entries(t, changed);
+	}
+	a2_direct_close(t);
+	CommandCounterIncrement();
+	return true;
+}
+
+bool
+a2_direct_finish(Datum session, int64 index, ItemPointer tid, int64 now_ms,
+				 int32 attempt, Jsonb *returned_ids)
+{
+	A2DirectTable t;
+
+	if (!open_locked(&t, session, index, tid, true))
+		return false;
+	a2_direct_set(&t, A2D_PROCESSED_AT, Int64GetDatum(now_ms), false);
+	a2_direct_set(&t, A2D_PROCESSED_BY_ATTEMPT, Int32GetDatum(attempt), false);
+	a2_direct_set(&t, A2D_RETURNED_EVENT_IDS, JsonbPGetDatum(returned_ids), false);
+	a2_direct_set(&t, A2D_LANE_READY, BoolGetDatum(false), false);
+	a2_direct_set(&t, A2D_CLAIM_HOLDER, (Datum) 0, true);
+	a2_direct_set(&t, A2D_CLAIM_EXPIRES_AT, (Datum) 0, true);
+	return write_locked(&t, index, tid, finished, lengthof(finished));
+}
+
+bool
+a2_direct_record_failure(Datum session, int64 index, ItemPointer tid,
+						 const A2DirectFailure *f, int64 *available_at)
+{
+	A2DirectTable t;
+	bool		isnull;
+	int32		failures;
+	int64		not_before;
+	bool		has_not_before;
+	int64		created_at;
+
+	if (!open_locked(&t, session, index, tid, false))
+		return false;
+	failures = DatumGetInt32(a2_direct_get(&t, A2D_FAILURE_COUNT, &isnull));
+	if (isnull || failures == PG_INT32_MAX)
+	{
+		/* the statement raises (NOT NULL, or integer out of range) */
+		a2_direct_close(&t);
+		return false;
+	}
+	not_before = DatumGetInt64(a2_direct_get(&t, A2D_NOT_BEFORE, &isnull));
+	has_not_before = !isnull;
+	if (f->has_retry_at)
+	{
+		not_before = f->retry_at;
+		has_not_before = true;
+	}
+	created_at = DatumGetInt64(a2_direct_get(&t, A2D_CREATED_AT, &isnull));	/* NOT NULL */
+
+	a2_direct_set(&t, A2D_FAILURE_COUNT, Int32GetDatum(failures + 1), false);
+	a2_direct_set_text(&t, A2D_LAST_ERROR, f->error);
+	a2_direct_set(&t, A2D_LAST_FAILED_AT, Int64GetDatum(f->now_ms), false);
+	a2_direct_set(&t, A2D_LAST_FAILED_ATTEMPT, Int32GetDatum(f->attempt), false);
+	a2_direct_set(&t, A2D_FAILED_AT, Int64GetDatum(f->now_ms), !f->dead_letter);
+	a2_direct_set(&t, A2D_CLAIM_HOLDER, (Datum) 0, true);
+	a2_direct_set(&t, A2D_CLAIM_EXPIRES_AT, (Datum) 0, true);
+	a2_direct_set(&t, A2D_NOT_BEFORE, Int64GetDatum(not_before), !has_not_before);
+	/* the statement's RETURNING: the available key, the lease cleared */
+	*available_at = has_not_before ? Max(not_before, created_at) : created_at;
+	return write_locked(&t, index, tid, failed, lengthof(failed));
+}
