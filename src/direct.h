@@ -39,13 +39,15 @@ extern void a2_direct_init(void);
 
 /*
  * Insert one event of session `session` (a text datum) at the session's
- * next index, as local.c's insert_one_generated statement would, and fill
- * `out` (base, inserted = 1, waiting; pending is false).  Only for an id
- * a2 generated, no lane, no pending check asked, a session with a row.
+ * next index, as local.c's insert_one_generated statement would (or, when
+ * the caller gave its id, not `generated`, insert_one with its ON
+ * CONFLICT (event_id) DO NOTHING), and fill `out` as the statement's
+ * answer does.  Only for no lane, no pending check asked, a session with
+ * a row; a given id only under READ COMMITTED.
  */
 extern bool a2_direct_insert_one(Datum session, A2EventInput *ev,
-								 int64 now_ms, bool need_pending,
-								 A2InsertOutcome *out);
+								 int64 now_ms, bool generated,
+								 bool need_pending, A2InsertOutcome *out);
 
 /*
  * Mark event `index` of session `session` (a text datum), whose row

@@ -4,8 +4,9 @@
  *	  One appended event written without the executor (direct.h;
  *	  docs/internals.md, "Direct writes").
  *
- *	  What the statement local.insert_one_generated does for such an
- *	  event, in three steps:
+ *	  What the statements local.insert_one_generated and local.insert_one
+ *	  (an id the caller gave: ON CONFLICT (event_id) DO NOTHING) do for
+ *	  such an event, in three steps:
  *	    1. the session's last index: the primary key read backwards from
  *	       the session's end, with the latest snapshot (the statement's
  *	       a2_exec_latest), after a command counter increment, as SPI
@@ -15,7 +16,10 @@
  *	       RETURNING subquery reads it;
  *	    3. the row (the next index, the columns the statement names, the
  *	       others their fill values) through the table access method, and
- *	       its index entries (direct_shape.h).
+ *	       its index entries (direct_shape.h); with a given id, as a
+ *	       speculative insertion arbitrated by a2_events_event_id, as the
+ *	       executor makes ON CONFLICT's, so that a concurrent insert of
+ *	       the same id makes this one do nothing, never fail.
  *	  Then a command counter increment, so the call's next statements see
  *	  the row.
  *
@@ -193,23 +197,30 @@ read_session(A2DirectTable *t, Datum session, int64 *last, bool *waiting)
 	/* as SPI does before each statement of a call that writes */
 	CommandCounterIncrement();
 	snap = RegisterSnapshot(GetLatestSnapshot());
-	found = last_index(t->rel, a2_direct_index(t, A2D_PKEY), session, snap, last);
+	found = last_index(t->rel, a2_direct_index(t, A2D_IX_PKEY), session, snap, last);
 	if (found)
-		*waiting = any_waiting(t->rel, a2_direct_index(t, A2D_WAITING), session, snap);
+		*waiting = any_waiting(t->rel, a2_direct_index(t, A2D_IX_WAITING), session, snap);
 	UnregisterSnapshot(snap);
 	return found;
 }
 
 bool
 a2_direct_insert_one(Datum session, A2EventInput *ev, int64 now_ms,
-					 bool need_pending, A2InsertOutcome *out)
+					 bool generated, bool need_pending, A2InsertOutcome *out)
 {
 	A2DirectTable t;
 	int64		last = 0;
 	bool		waiting = false;
 	bool		written = false;
+	bool		inserted = true;
 
+	/*
+	 * A supplied id conflicts ON CONFLICT (event_id) DO NOTHING; under
+	 * REPEATABLE READ or SERIALIZABLE the executor then also checks that
+	 * the conflicting row is visible: left to the statement.
+	 */
 	if (ev->id == NULL || ev->lane != NULL || need_pending ||
+		(!generated && IsolationUsesXactSnapshot()) ||
 		!a2_direct_open(&t, ACL_INSERT | ACL_SELECT))
 		return false;
 
@@ -217,14 +228,28 @@ a2_direct_insert_one(Datum session, A2EventInput *ev, int64 now_ms,
 	if (read_session(&t, session, &last, &waiting) &&
 		last < PG_INT64_MAX && fill_row(&t, session, last + 1, ev, now_ms))
 	{
-		table_tuple_insert(t.rel, t.slot, GetCurrentCommandId(true), 0, NULL);
-		a2_direct_index_entries(&t, NULL);
+		if (generated)
+		{
+			table_tuple_insert(t.rel, t.slot, GetCurrentCommandId(true), 0, NULL);
+			a2_direct_index_entries(&t, NULL);
+		}
+		else
+			inserted = a2_direct_insert_unless_conflict(&t, A2D_IX_EVENT_ID);
 		written = true;
 	}
 	a2_direct_close(&t);
 	if (!written)
 		return false;
 	CommandCounterIncrement();
+	if (!inserted)
+	{
+		/* as the statement reports a row ON CONFLICT skipped */
+		out->base = PG_INT64_MAX;
+		out->inserted = 0;
+		out->pending = false;
+		out->waiting = true;
+		return true;
+	}
 	recent_remember(session, last + 1);
 	out->base = last;
 	out->inserted = 1;

@@ -35,6 +35,7 @@
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "optimizer/optimizer.h"
 #include "rewrite/rewriteHandler.h"
 #include "utils/builtins.h"
@@ -49,6 +50,7 @@
 #include "direct.h"
 #include "direct_shape.h"
 #include "extension.h"
+#include "pg_compat.h"
 #include "statements.h"
 
 /* The columns' names and the types a2 created them with. */
@@ -117,7 +119,7 @@ typedef struct Shape
 	bool	   *fill_null;
 	int			nindexes;
 	ShapeIndex *indexes;
-	int			named[2];		/* A2D_PKEY, A2D_WAITING in indexes[] */
+	int			named[A2D_NINDEXES];	/* A2D_IX_PKEY, ... in indexes[] */
 	MemoryContext cxt;
 } Shape;
 
@@ -218,41 +220,53 @@ learn_index(Relation ind, ShapeIndex *si)
 	si->oid = RelationGetRelid(ind);
 	si->info = ii;
 	si->check = ind->rd_index->indisunique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO;
+	/* what ON CONFLICT's check of a unique index needs */
+	if (ind->rd_index->indisunique)
+		BuildSpeculativeIndexInfo(ind, ii);
 	si->attrs = index_attrs(ii);
 	return true;
 }
 
-/* Every index of a2_events, and where the two the writes read are. */
+/* Every index of a2_events, and where the ones the writes name are. */
 static bool
 learn_indexes(Relation rel)
 {
 	List	   *oids = RelationGetIndexList(rel);
 	Oid			pkey = a2_relid("a2_events_pkey");
 	Oid			waiting = a2_relid("a2_events_waiting");
+	Oid			event_id = a2_relid("a2_events_event_id");
 	bool		ok = true;
 	ListCell   *lc;
 
 	shape.nindexes = 0;
 	shape.indexes = palloc0(sizeof(ShapeIndex) * Max(list_length(oids), 1));
-	shape.named[A2D_PKEY] = shape.named[A2D_WAITING] = -1;
+	for (int k = 0; k < A2D_NINDEXES; k++)
+		shape.named[k] = -1;
 	foreach(lc, oids)
 	{
 		Relation	ind = index_open(lfirst_oid(lc), RowExclusiveLock);
 		ShapeIndex *si = &shape.indexes[shape.nindexes];
+		int2vector *keys = &ind->rd_index->indkey;
+		int			nkeys = ind->rd_index->indnkeyatts;
 
 		ok = ok && learn_index(ind, si);
-		if (ok && ind->rd_index->indkey.values[0] == shape.att[A2D_SESSION_ID])
-		{
-			if (si->oid == pkey && ind->rd_index->indnkeyatts == 2 &&
-				ind->rd_index->indkey.values[1] == shape.att[A2D_IDX])
-				shape.named[A2D_PKEY] = shape.nindexes;
-			else if (si->oid == waiting)
-				shape.named[A2D_WAITING] = shape.nindexes;
-		}
+		if (ok && si->oid == pkey && nkeys == 2 &&
+			keys->values[0] == shape.att[A2D_SESSION_ID] &&
+			keys->values[1] == shape.att[A2D_IDX])
+			shape.named[A2D_IX_PKEY] = shape.nindexes;
+		else if (ok && si->oid == waiting && nkeys >= 1 &&
+				 keys->values[0] == shape.att[A2D_SESSION_ID])
+			shape.named[A2D_IX_WAITING] = shape.nindexes;
+		else if (ok && si->oid == event_id && nkeys == 1 &&
+				 ind->rd_index->indisunique && si->info->ii_Predicate == NIL &&
+				 keys->values[0] == shape.att[A2D_EVENT_ID])
+			shape.named[A2D_IX_EVENT_ID] = shape.nindexes;
 		index_close(ind, NoLock);
 		shape.nindexes++;
 	}
-	return ok && shape.named[A2D_PKEY] >= 0 && shape.named[A2D_WAITING] >= 0;
+	for (int k = 0; k < A2D_NINDEXES; k++)
+		ok = ok && shape.named[k] >= 0;
+	return ok;
 }
 
 /* Learn a2_events' shape (rel is open); false: not usable. */
@@ -481,30 +495,91 @@ a2_direct_row_done(A2DirectTable *t)
 }
 
 /*
- * As ExecInsertIndexTuples for a plain insert or update: each partial
- * index whose predicate holds, unique ones checked.
+ * As ExecInsertIndexTuples: each partial index whose predicate holds,
+ * unique ones checked; the arbiter index (-1: none) of a speculative
+ * insertion only for a conflict, which makes it answer false.
  */
-void
-a2_direct_index_entries(A2DirectTable *t, const Bitmapset *changed)
+static bool
+index_entries(A2DirectTable *t, const Bitmapset *changed, int arbiter)
 {
 	ExprContext *econtext = GetPerTupleExprContext(t->estate);
 	Datum		values[INDEX_MAX_KEYS];
 	bool		isnull[INDEX_MAX_KEYS];
+	bool		ok = true;
 
 	econtext->ecxt_scantuple = t->slot;
 	for (int i = 0; i < shape.nindexes; i++)
 	{
 		ShapeIndex *si = &shape.indexes[i];
 		IndexInfo  *ii = si->info;
+		bool		satisfied;
 
 		if (!ii->ii_ReadyForInserts)
 			continue;
 		if (ii->ii_PredicateState && !ExecQual(ii->ii_PredicateState, econtext))
 			continue;
 		FormIndexDatum(ii, t->slot, t->estate, values, isnull);
-		(void) index_insert(t->indexes[i], values, isnull, &t->slot->tts_tid,
-							t->rel, si->check,
-							changed != NULL && !bms_overlap(si->attrs, changed), ii);
+		satisfied = index_insert(t->indexes[i], values, isnull, &t->slot->tts_tid,
+								 t->rel, i == arbiter ? UNIQUE_CHECK_PARTIAL : si->check,
+								 changed != NULL && !bms_overlap(si->attrs, changed), ii);
+		if (i == arbiter && !satisfied)
+			ok = false;
 	}
 	ResetExprContext(econtext);
+	return ok;
+}
+
+void
+a2_direct_index_entries(A2DirectTable *t, const Bitmapset *changed)
+{
+	(void) index_entries(t, changed, -1);
+}
+
+/* The executor's pre-check: no live row conflicts in `arbiter`. */
+static bool
+no_conflict(A2DirectTable *t, int arbiter)
+{
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	ItemPointerData conflict;
+	IndexInfo **infos = palloc(sizeof(IndexInfo *) * shape.nindexes);
+	bool		ok;
+
+	for (int i = 0; i < shape.nindexes; i++)
+		infos[i] = shape.indexes[i].info;
+	rri->ri_RelationDesc = t->rel;
+	rri->ri_NumIndices = shape.nindexes;
+	rri->ri_IndexRelationDescs = t->indexes;
+	rri->ri_IndexRelationInfo = infos;
+	ok = a2_check_index_constraints(rri, t->slot, t->estate, &conflict,
+									list_make1_oid(shape.indexes[arbiter].oid));
+	pfree(infos);
+	pfree(rri);
+	return ok;
+}
+
+bool
+a2_direct_insert_unless_conflict(A2DirectTable *t, A2DirectIndex which)
+{
+	int			arbiter = shape.named[which];
+
+	for (;;)
+	{
+		TransactionId xid;
+		uint32		token;
+		bool		inserted;
+
+		if (!no_conflict(t, arbiter))
+			return false;
+		/* as ExecInsert: others wait on the token, not the transaction */
+		xid = GetCurrentTransactionId();
+		token = SpeculativeInsertionLockAcquire(xid);
+		table_tuple_insert_speculative(t->rel, t->slot, GetCurrentCommandId(true),
+									   0, NULL, token);
+		inserted = index_entries(t, NULL, arbiter);
+		table_tuple_complete_speculative(t->rel, t->slot, token, inserted);
+		SpeculativeInsertionLockRelease(xid);
+		if (inserted)
+			return true;
+		/* a conflicting row came in meanwhile: ours is gone, check again */
+	}
 }

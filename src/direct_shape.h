@@ -70,8 +70,10 @@ typedef enum A2DirectColumn
 /* The two indexes the writes read. */
 typedef enum A2DirectIndex
 {
-	A2D_PKEY,					/* a2_events_pkey (session_id, idx) */
-	A2D_WAITING					/* a2_events_waiting (session_id, idx) */
+	A2D_IX_PKEY,				/* a2_events_pkey (session_id, idx) */
+	A2D_IX_WAITING,			/* a2_events_waiting (session_id, idx) */
+	A2D_IX_EVENT_ID,		/* a2_events_event_id (event_id), unique */
+	A2D_NINDEXES
 } A2DirectIndex;
 
 typedef struct A2DirectTable
@@ -123,5 +125,15 @@ extern bool a2_direct_row_done(A2DirectTable *t);
  * index whether its key is unchanged (the btree's bottom-up deletion hint).
  */
 extern void a2_direct_index_entries(A2DirectTable *t, const Bitmapset *changed);
+
+/*
+ * INSERT ... ON CONFLICT (the unique index `arbiter`) DO NOTHING, as the
+ * executor does it: false when a row that conflicts with the new one is
+ * live (having waited for its inserter if that was in progress), else
+ * the row goes in as a speculative insertion with its index entries, and
+ * true.  A conflict that appears while inserting takes the row back out
+ * and the check is made again.
+ */
+extern bool a2_direct_insert_unless_conflict(A2DirectTable *t, A2DirectIndex arbiter);
 
 #endif							/* A2_DIRECT_SHAPE_H */

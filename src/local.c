@@ -309,7 +309,7 @@ insert_single(Datum session, A2EventInput *ev, int64 now_ms, bool generated,
 	A2Args		a;
 
 	report_keys(ev, 1, now_ms);
-	if (generated && a2_direct_insert_one(session, ev, now_ms, need_pending, out))
+	if (a2_direct_insert_one(session, ev, now_ms, generated, need_pending, out))
 		return;
 	a2_args_init(&a, generated ? &insert_one_generated : &insert_one);
 	a2_bind(&a, 1, TEXTOID, session);

@@ -168,6 +168,18 @@ a2_table_update(Relation rel, ItemPointer tid, TupleTableSlot *slot,
 }
 
 /*
+ * ExecCheckIndexConstraints (direct_shape.c, ON CONFLICT's check): 18
+ * added the tuple id of the row being updated (NULL for an insert).
+ */
+#if PG_VERSION_NUM >= 180000
+#define a2_check_index_constraints(rri, slot, estate, conflict, arbiters) \
+	ExecCheckIndexConstraints((rri), (slot), (estate), (conflict), NULL, (arbiters))
+#else
+#define a2_check_index_constraints(rri, slot, estate, conflict, arbiters) \
+	ExecCheckIndexConstraints((rri), (slot), (estate), (conflict), (arbiters))
+#endif
+
+/*
  * 18 replaced the attribute pg_attribute_noreturn(), written after a
  * declaration, by pg_noreturn, written before it (C11 _Noreturn).  GCC and
  * Clang take the attribute in front too.

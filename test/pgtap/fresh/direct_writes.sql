@@ -19,7 +19,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS a2;
-SELECT plan(36);
+SELECT plan(37);
 
 SET LOCAL a2.now = '2026-03-01 00:00:00+00';
 
@@ -39,7 +39,8 @@ BEGIN
 		'[{"type": "after-wait", "payload": [1, "two", null]}]',
 		'[{"type": "settled", "settled": true}]',
 		'[{"type": "laned", "lane": "l"}]',
-		'[{"type": "two", "payload": 1}, {"type": "of-a-batch", "payload": 2}]']::jsonb[]
+		'[{"type": "two", "payload": 1}, {"type": "of-a-batch", "payload": 2}]',
+		jsonb_build_array(jsonb_build_object('id', s || '/given', 'type', 'given', 'payload', 3))]::jsonb[]
 	LOOP
 		RETURN NEXT (SELECT jsonb_set(x, '{events}',
 					 (SELECT jsonb_agg(e - 'id' - 'sessionId') FROM jsonb_array_elements(x -> 'events') e))
@@ -74,21 +75,23 @@ SELECT results_eq('SELECT n, a FROM answers_on ORDER BY n', 'SELECT n, a FROM an
 				  'every append answers the same with and without direct writes');
 SELECT results_eq($$SELECT * FROM pg_temp.stored('dw-on')$$, $$SELECT * FROM pg_temp.stored('dw-off')$$,
 				  'every stored row is the same with and without direct writes');
-SELECT is((SELECT count(*) FROM a2_events WHERE session_id = 'dw-on'), 12::bigint,
-		  'twelve events stored');
+SELECT is((SELECT count(*) FROM a2_events WHERE session_id = 'dw-on'), 13::bigint,
+		  'thirteen events stored');
+SELECT is((SELECT event_id FROM a2_events WHERE session_id = 'dw-on' AND idx = 12), 'dw-on/given',
+		  'an event with its id given');
 
 -- 2. A rolled-back append leaves its index free; a dropped session's
 --    appends continue after its last index.
 SAVEPOINT before_append;
 SELECT (a2_append('dw-on', '[{"type": "undone"}]') -> 'events' -> 0 ->> 'index')::int AS undone \gset
 ROLLBACK TO SAVEPOINT before_append;
-SELECT is(:undone, 13, 'the next index');
-SELECT is((a2_append('dw-on', '[{"type": "redone"}]') -> 'events' -> 0 ->> 'index')::int, 13,
+SELECT is(:undone, 14, 'the next index');
+SELECT is((a2_append('dw-on', '[{"type": "redone"}]') -> 'events' -> 0 ->> 'index')::int, 14,
 		  'after a rollback the same index is taken again');
-SELECT is((a2_drop_session('dw-off', true) ->> 'lastIndex')::int, 12, 'dw-off dropped');
-SELECT is((a2_append('dw-off', '[{"type": "again"}]') -> 'events' -> 0 ->> 'index')::int, 13,
-		  'a dropped session continues after its last index');
+SELECT is((a2_drop_session('dw-off', true) ->> 'lastIndex')::int, 13, 'dw-off dropped');
 SELECT is((a2_append('dw-off', '[{"type": "again"}]') -> 'events' -> 0 ->> 'index')::int, 14,
+		  'a dropped session continues after its last index');
+SELECT is((a2_append('dw-off', '[{"type": "again"}]') -> 'events' -> 0 ->> 'index')::int, 15,
 		  'and its next append after that');
 
 -- 3. A user's trigger still fires.
@@ -101,7 +104,7 @@ END
 $$;
 CREATE TRIGGER dw_note AFTER INSERT ON a2_events FOR EACH ROW EXECUTE FUNCTION dw_note();
 SELECT ok(a2_append('dw-on', '[{"type": "watched"}]') IS NOT NULL, 'an append beside a trigger');
-SELECT results_eq($$SELECT session_id, idx FROM dw_seen$$, $$VALUES ('dw-on', 14::bigint)$$,
+SELECT results_eq($$SELECT session_id, idx FROM dw_seen$$, $$VALUES ('dw-on', 15::bigint)$$,
 				  'an AFTER INSERT trigger on a2_events fires for the appended row');
 DROP TRIGGER dw_note ON a2_events;
 
@@ -112,7 +115,7 @@ ALTER TABLE a2_events ADD COLUMN dw_tag text DEFAULT 'tagged';
 CREATE SEQUENCE dw_seq;
 ALTER TABLE a2_events ADD COLUMN dw_n bigint DEFAULT nextval('dw_seq');
 SELECT ok(a2_append('dw-on', '[{"type": "defaults"}]') IS NOT NULL, 'an append beside user columns');
-SELECT results_eq($$SELECT dw_tag, dw_n FROM a2_events WHERE session_id = 'dw-on' AND idx = 15$$,
+SELECT results_eq($$SELECT dw_tag, dw_n FROM a2_events WHERE session_id = 'dw-on' AND idx = 16$$,
 				  $$VALUES ('tagged'::text, currval('dw_seq'))$$,
 				  'a user column''s constant default and its nextval() default are both applied');
 ALTER TABLE a2_events DROP COLUMN dw_n;
@@ -120,7 +123,7 @@ ALTER TABLE a2_events ALTER COLUMN dw_tag SET NOT NULL, ALTER COLUMN dw_tag DROP
 SELECT throws_ok($$SELECT a2_append('dw-on', '[{"type": "refused"}]')$$, '23502', NULL,
 				 'a NOT NULL column a2 does not fill refuses the append (23502)');
 ALTER TABLE a2_events DROP COLUMN dw_tag;
-SELECT is((a2_append('dw-on', '[{"type": "plain-again"}]') -> 'events' -> 0 ->> 'index')::int, 16,
+SELECT is((a2_append('dw-on', '[{"type": "plain-again"}]') -> 'events' -> 0 ->> 'index')::int, 17,
 		  'the refused append wrote nothing');
 
 -- 5. An index that is not a btree gets its entry.
@@ -140,7 +143,7 @@ ALTER TABLE a2_events ENABLE ROW LEVEL SECURITY;
 CREATE POLICY dw_read ON a2_events FOR SELECT TO dw_worker USING (true);
 CREATE POLICY dw_write ON a2_events FOR INSERT TO dw_worker WITH CHECK (event_type <> 'forbidden');
 SET LOCAL ROLE dw_worker;
-SELECT is((a2_append('dw-on', '[{"type": "allowed"}]') -> 'events' -> 0 ->> 'index')::int, 18,
+SELECT is((a2_append('dw-on', '[{"type": "allowed"}]') -> 'events' -> 0 ->> 'index')::int, 19,
 		  'a worker role appends under a policy that allows the row');
 SELECT throws_ok($$SELECT a2_append('dw-on', '[{"type": "forbidden"}]')$$, '42501', NULL,
 				 'a policy that refuses the row refuses the append (42501)');
@@ -150,7 +153,7 @@ REVOKE INSERT ON a2_events FROM dw_worker;
 GRANT INSERT (session_id, idx, event_type, payload, event_id, created_at, cause, lane, lane_ready,
 			  processed_at, not_before, queue, priority, concurrency_key, wait_for) ON a2_events TO dw_worker;
 SET LOCAL ROLE dw_worker;
-SELECT is((a2_append('dw-on', '[{"type": "by-columns"}]') -> 'events' -> 0 ->> 'index')::int, 19,
+SELECT is((a2_append('dw-on', '[{"type": "by-columns"}]') -> 'events' -> 0 ->> 'index')::int, 20,
 		  'INSERT granted on the written columns only is enough');
 RESET ROLE;
 REVOKE INSERT ON a2_events FROM dw_worker;
@@ -171,7 +174,7 @@ END
 $$;
 SELECT is(pg_temp.read_only_append(), '25006',
 		  'a read-only transaction refuses the append (25006)');
-SELECT is((a2_append('dw-on', '[{"type": "read-write"}]') -> 'events' -> 0 ->> 'index')::int, 20,
+SELECT is((a2_append('dw-on', '[{"type": "read-write"}]') -> 'events' -> 0 ->> 'index')::int, 21,
 		  'and wrote nothing');
 
 -- 8. Completions: answers and rows the same with and without direct
