@@ -20,6 +20,10 @@
  *	  for one claim in a W4 session after 1,500 cycles; bench/RESULTS.md,
  *	  "Bytes per event, time-ordered ids, long transactions").
  *
+ *	  With direct writes (direct.h) on one server, a SELECT locks the same
+ *	  rows by the same rule and returns their versions, and each is then
+ *	  updated without the executor (docs/internals.md, "Direct writes").
+ *
  * IDENTIFICATION
  *	  src/claim.c
  *
@@ -27,6 +31,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -41,6 +46,7 @@
 #include "call.h"
 #include "claim.h"
 #include "clock.h"
+#include "direct.h"
 #include "queues.h"
 #include "json_out.h"
 #include "limits.h"
@@ -125,6 +131,47 @@ static A2Statement claim_eligible_skip_locked = {
 };
 
 /*
+ * With direct writes (direct.h), on one server: the same eligible rows,
+ * locked in index order by a SELECT that also returns each row version;
+ * each is then updated directly, and its answer row patched to the new
+ * values.  The same rule as the statements above, the same locks, and
+ * the same re-check of a row updated meanwhile (the executor's, in the
+ * SELECT); no second scan of the session, no aggregate, no UPDATE plan.
+ */
+#define CLAIM_LOCK_SQL(lock_clause) \
+	"SELECT " A2_EVENT_COLUMNS ", e.ctid AS row_id FROM @extschema@.a2_events e" \
+	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.>=) $6" \
+	"   AND e.processed_at IS NULL AND e.failed_at IS NULL AND e.lane_ready" \
+	"   AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $2)" \
+	CLAIM_DUE \
+	"   AND e.idx OPERATOR(pg_catalog.<>) ALL ($3)" \
+	"   AND ($4::pg_catalog.text[] IS NULL OR COALESCE(e.queue, 'default') OPERATOR(pg_catalog.=) ANY ($4))" \
+	"   AND NOT (COALESCE(e.queue, 'default') OPERATOR(pg_catalog.=) ANY ($5))" \
+	"   AND (e.concurrency_key IS NULL OR @extschema@.a2_admit(e.concurrency_key, $2))" \
+	" ORDER BY e.idx " lock_clause
+
+#define CLAIM_LOCK_PARAMS \
+	.nparams = 6, .params = { \
+		A2_PARAM("session_id", TEXTOID), A2_PARAM("now", INT8OID), \
+		A2_PARAM("exclude_indexes", INT8ARRAYOID), A2_PARAM("queues", TEXTARRAYOID), \
+		A2_PARAM("paused_queues", TEXTARRAYOID), A2_PARAM("low_water", INT8OID)}, \
+	.session_param = 1, .columns = A2_COLUMNS(A2_EVENT_COLUMN_NAMES, "row_id")
+
+#define CLAIM_LOCK_ROW_ID (A2C_WAIT_RESULT + 1)
+
+static A2Statement claim_lock = {
+	.name = "claim.lock_eligible",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, CLAIM_LOCK_SQL("FOR UPDATE"))},
+	CLAIM_LOCK_PARAMS
+};
+
+static A2Statement claim_lock_skip_locked = {
+	.name = "claim.lock_eligible_skip_locked",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, CLAIM_LOCK_SQL("FOR UPDATE SKIP LOCKED"))},
+	CLAIM_LOCK_PARAMS
+};
+
+/*
  * When the session's unfinished lane-ready work next becomes claimable
  * (retryAt, docs/semantics.md): per event, the later of its live lease's
  * expiry and its future not_before; the earliest of those.  NULL: nothing
@@ -193,7 +240,8 @@ static A2Statement low_water = {
 	.columns = A2_COLUMNS("anchor", "first_unprocessed")
 };
 
-A2_STATEMENT_GROUP(claim, &claim_eligible, &claim_eligible_skip_locked, &next_expiry, &low_water);
+A2_STATEMENT_GROUP(claim, &claim_eligible, &claim_eligible_skip_locked, &claim_lock,
+				   &claim_lock_skip_locked, &next_expiry, &low_water);
 
 /* Run the probe from `from`; false when the session has no events. */
 static bool
@@ -300,26 +348,96 @@ dead_versions_held(void)
 	return !GlobalVisCheckRemovableXid(NULL, recent);
 }
 
-uint64
-a2_claim_session(A2ClaimArgs *args, bool skip_locked)
+/*
+ * Update the rows claim_lock locked (SPI_tuptable), each directly, and
+ * make its answer row the new version's.
+ */
+static void
+claim_locked_rows(A2DirectClaim *dc, A2ClaimArgs *args, uint64 n)
+{
+	static int	cols[] = {A2C_ATTEMPT_COUNT, A2C_FIRST_CLAIMED_AT, A2C_LAST_CLAIMED_AT,
+	A2C_CLAIM_HOLDER, A2C_CLAIM_EXPIRES_AT};
+	Datum		session = CStringGetTextDatum(args->session_id);
+	Datum		holder = CStringGetTextDatum(args->holder);
+	SPITupleTable *tt = SPI_tuptable;
+
+	for (uint64 r = 0; r < n; r++)
+	{
+		bool		isnull;
+		ItemPointer tid = (ItemPointer) DatumGetPointer(a2_col(r, CLAIM_LOCK_ROW_ID, &isnull));
+		int32		attempt = (int32) a2_col_int64(r, A2C_ATTEMPT_COUNT);
+		Datum		first = a2_col(r, A2C_FIRST_CLAIMED_AT, &isnull);
+		Datum		values[lengthof(cols)];
+		bool		nulls[lengthof(cols)] = {false};
+
+		/* the statement's attempt_count + 1, its overflow error included */
+		values[0] = DirectFunctionCall2(int4pl, Int32GetDatum(attempt), Int32GetDatum(1));
+		values[1] = isnull ? Int64GetDatum(args->now_ms) : first;
+		values[2] = Int64GetDatum(args->now_ms);
+		values[3] = holder;
+		values[4] = Int64GetDatum(args->expires_ms);
+		a2_direct_claim_row(dc, session, a2_col_int64(r, A2C_IDX), tid,
+							values[0], values[1], values[2], values[3], values[4]);
+		tt->vals[r] = heap_modify_tuple_by_cols(tt->vals[r], tt->tupdesc,
+												lengthof(cols), cols, values, nulls);
+	}
+}
+
+/* claim_lock's run, and the direct updates of what it locked. */
+static uint64
+claim_directly(A2DirectClaim *dc, A2ClaimArgs *args, bool skip_locked,
+			   int64 low_water)
 {
 	A2Args		a;
-	volatile uint64 n = 0;
-	bool		denied = false;
-	int64		retry_at = PG_INT64_MAX;
+	uint64		n;
+
+	a2_args_init(&a, skip_locked ? &claim_lock_skip_locked : &claim_lock);
+	a2_bind_text(&a, 1, args->session_id);
+	a2_bind_int8(&a, 2, args->now_ms);
+	a2_bind(&a, 3, INT8ARRAYOID, args->exclude);
+	if (args->queues)
+		a2_bind(&a, 4, TEXTARRAYOID, args->queues);
+	else
+		a2_bind_null(&a, 4);
+	a2_bind(&a, 5, TEXTARRAYOID, args->paused);
+	a2_bind_int8(&a, 6, low_water);
+	n = a2_exec_latest(&a, SPI_OK_SELECT);
+	claim_locked_rows(dc, args, n);
+	return n;
+}
+
+/* The claim statement's run (every mode). */
+static uint64
+claim_by_statement(A2ClaimArgs *args, bool skip_locked, int64 low_water)
+{
+	A2Args		a;
 
 	a2_args_init(&a, skip_locked ? &claim_eligible_skip_locked : &claim_eligible);
 	a2_bind_text(&a, 1, args->session_id);
 	a2_bind_int8(&a, 2, args->now_ms);
 	a2_bind_text(&a, 3, args->holder);
 	a2_bind_int8(&a, 4, args->expires_ms);
-	a2_walk_mark_lower(args->expires_ms, args->expires_ms);	/* the leases' key */
 	a2_bind(&a, 5, INT8ARRAYOID, args->exclude);
 	if (args->queues)
 		a2_bind(&a, 6, TEXTARRAYOID, args->queues);
 	else
 		a2_bind_null(&a, 6);
 	a2_bind(&a, 7, TEXTARRAYOID, args->paused);
+	a2_bind_int8(&a, 8, low_water);
+	return a2_exec_latest(&a, SPI_OK_SELECT);
+}
+
+uint64
+a2_claim_session(A2ClaimArgs *args, bool skip_locked)
+{
+	volatile uint64 n = 0;
+	bool		denied = false;
+	int64		retry_at = PG_INT64_MAX;
+	A2DirectClaim *dc;
+	int64		low_water;
+
+	a2_walk_mark_lower(args->expires_ms, args->expires_ms);	/* the leases' key */
+
 	/*
 	 * No mark while dead versions are reclaimed: the claim's index then
 	 * holds the session's eligible events and few dead entries, which the
@@ -328,18 +446,23 @@ a2_claim_session(A2ClaimArgs *args, bool skip_locked)
 	 * held open the session's dead entries pile up, and the mark passes
 	 * them.
 	 */
-	a2_bind_int8(&a, 8, dead_versions_held() ?
-				 claim_low_water(args->session_id) : 1);
+	low_water = dead_versions_held() ? claim_low_water(args->session_id) : 1;
+	dc = a2_direct_claim_begin();
 	a2_limits_pass_begin();
 	PG_TRY();
 	{
-		n = a2_exec_latest(&a, SPI_OK_SELECT);
+		if (dc)
+			n = claim_directly(dc, args, skip_locked, low_water);
+		else
+			n = claim_by_statement(args, skip_locked, low_water);
 	}
 	PG_FINALLY();
 	{
 		a2_limits_pass_end(&denied, &retry_at);
 	}
 	PG_END_TRY();
+	if (dc)
+		a2_direct_claim_end(dc);
 	if (denied)
 	{
 		args->limits_denied = true;

@@ -5,8 +5,9 @@
  *	  tuple and its index entries straight from C, as core writes its
  *	  catalogs (docs/internals.md, "Direct writes").
  *
- *	  Offers the writes the single-node layer, a2_complete and a2_fail try
- *	  before their statements, and the a2.direct_writes setting.  Each
+ *	  Offers the writes the single-node layer, a2_claim (and so
+ *	  a2_claim_next), a2_complete and a2_fail try before their statements,
+ *	  and the a2.direct_writes setting.  Each
  *	  writes only where its statement would do nothing more than that row
  *	  and its index entries (direct_shape.h lists what sends a call back to
  *	  its statement); everywhere else it answers false, having written
@@ -77,5 +78,21 @@ typedef struct A2DirectFailure
  */
 extern bool a2_direct_record_failure(Datum session, int64 index, ItemPointer tid,
 									 const A2DirectFailure *f, int64 *available_at);
+
+/*
+ * A claim's direct updates (claim.c): a2_events opened before the claim's
+ * locking SELECT runs, NULL when the claim statement is to run instead;
+ * then each row the SELECT locked, version `tid` of event `index`, gets
+ * the claim's values (attempt_count, first_claimed_at, last_claimed_at,
+ * claim_holder, claim_expires_at).
+ */
+typedef struct A2DirectClaim A2DirectClaim;
+
+extern A2DirectClaim *a2_direct_claim_begin(void);
+extern void a2_direct_claim_row(A2DirectClaim *dc, Datum session, int64 index,
+								ItemPointer tid, Datum attempt_count,
+								Datum first_claimed_at, Datum last_claimed_at,
+								Datum claim_holder, Datum claim_expires_at);
+extern void a2_direct_claim_end(A2DirectClaim *dc);
 
 #endif							/* A2_DIRECT_H */

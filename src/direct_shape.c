@@ -85,6 +85,9 @@ static const struct
 	[A2D_LAST_FAILED_AT] = {"last_failed_at", INT8OID},
 	[A2D_LAST_FAILED_ATTEMPT] = {"last_failed_attempt", INT4OID},
 	[A2D_FAILED_AT] = {"failed_at", INT8OID},
+	[A2D_ATTEMPT_COUNT] = {"attempt_count", INT4OID},
+	[A2D_FIRST_CLAIMED_AT] = {"first_claimed_at", INT8OID},
+	[A2D_LAST_CLAIMED_AT] = {"last_claimed_at", INT8OID},
 };
 
 /*

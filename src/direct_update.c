@@ -2,12 +2,12 @@
  *
  * direct_update.c
  *	  A locked event row given its new version without the executor
- *	  (direct.h; docs/internals.md, "Direct writes"): a completion's and a
- *	  failure's.
+ *	  (direct.h; docs/internals.md, "Direct writes"): a claim's, a
+ *	  completion's and a failure's.
  *
- *	  The caller's lock statement (complete.lock_event, fail.lock_event)
- *	  read the row FOR UPDATE with the latest snapshot and returned its
- *	  version (ctid).  That version becomes a new one through the table
+ *	  The caller's lock statement (claim.lock_eligible, complete.lock_event,
+ *	  fail.lock_event) read the row FOR UPDATE with the latest snapshot and
+ *	  returned its version (ctid).  That version becomes a new one through the table
  *	  access method, with its index entries unless the update was HOT;
  *	  the row lock keeps every other writer out.
  *
@@ -21,8 +21,9 @@
  *	  triggers, finding no row: those tables are checked for both
  *	  (a2_direct_bystander), and the statement runs when either would.
  *
- *	  fail.c's record_failure statement updates the row alone: it is done
- *	  here whenever the table allows.
+ *	  fail.c's record_failure statement and the update of claim.c's claim
+ *	  statement write the row alone: they are done here whenever the
+ *	  table allows.
  *
  * IDENTIFICATION
  *	  src/direct_update.c
@@ -36,6 +37,7 @@
 #include "catalog/pg_collation.h"
 #include "nodes/bitmapset.h"
 #include "utils/builtins.h"
+#include "utils/snapmgr.h"
 
 #include "direct.h"
 #include "direct_shape.h"
@@ -45,6 +47,10 @@
 static const A2DirectColumn finished[] = {
 	A2D_PROCESSED_AT, A2D_PROCESSED_BY_ATTEMPT, A2D_RETURNED_EVENT_IDS,
 	A2D_LANE_READY, A2D_CLAIM_HOLDER, A2D_CLAIM_EXPIRES_AT
+};
+static const A2DirectColumn claimed[] = {
+	A2D_ATTEMPT_COUNT, A2D_FIRST_CLAIMED_AT, A2D_LAST_CLAIMED_AT,
+	A2D_CLAIM_HOLDER, A2D_CLAIM_EXPIRES_AT
 };
 static const A2DirectColumn failed[] = {
 	A2D_FAILURE_COUNT, A2D_LAST_ERROR, A2D_LAST_FAILED_AT,
@@ -95,26 +101,35 @@ open_locked(A2DirectTable *t, Datum session, int64 index, ItemPointer tid,
 
 /*
  * Write the new version (its columns `set` changed); false, having written
- * nothing: a NOT NULL column is null, the statement raises.  Closes t.
+ * nothing: a NOT NULL column is null, the statement raises.
  */
 static bool
-write_locked(A2DirectTable *t, int64 index, ItemPointer tid,
-			 const A2DirectColumn *set, int nset)
+write_row(A2DirectTable *t, int64 index, ItemPointer tid,
+		  const A2DirectColumn *set, int nset)
 {
 	Bitmapset  *changed = NULL;
 	bool		need_entries;
 	TM_Result	result;
 
 	if (!a2_direct_row_done(t))
-	{
-		a2_direct_close(t);
 		return false;
-	}
 	/* as SPI does before each statement of a call that writes */
 	CommandCounterIncrement();
+
+	/*
+	 * The statement ran with the latest snapshot and, under REPEATABLE READ
+	 * or SERIALIZABLE, the transaction's as crosscheck (a2_exec_latest):
+	 * a row version the transaction cannot see fails the update there, and
+	 * here, as the executor reports it.  The lock the caller holds keeps
+	 * every other writer out, so nothing else can make it fail.
+	 */
 	result = a2_table_update(t->rel, tid, t->slot, GetCurrentCommandId(true),
+							 IsolationUsesXactSnapshot() ? GetTransactionSnapshot() : InvalidSnapshot,
 							 &need_entries);
-	/* the caller's lock keeps every other writer out */
+	if ((result == TM_Updated || result == TM_Deleted) && IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update")));
 	if (result != TM_Ok)
 		elog(ERROR, "a2: event %lld changed under its row lock (%d)",
 			 (long long) index, (int) result);
@@ -124,9 +139,19 @@ write_locked(A2DirectTable *t, int64 index, ItemPointer tid,
 			changed = bms_add_member(changed, a2_direct_att(set[i]));
 		a2_direct_index_entries(t, changed);
 	}
-	a2_direct_close(t);
 	CommandCounterIncrement();
 	return true;
+}
+
+/* write_row, then close t. */
+static bool
+write_locked(A2DirectTable *t, int64 index, ItemPointer tid,
+			 const A2DirectColumn *set, int nset)
+{
+	bool		written = write_row(t, index, tid, set, nset);
+
+	a2_direct_close(t);
+	return written;
 }
 
 bool
@@ -186,4 +211,49 @@ a2_direct_record_failure(Datum session, int64 index, ItemPointer tid,
 	/* the statement's RETURNING: the available key, the lease cleared */
 	*available_at = has_not_before ? Max(not_before, created_at) : created_at;
 	return write_locked(&t, index, tid, failed, lengthof(failed));
+}
+
+/* a2_events, open for the claim's updates */
+struct A2DirectClaim
+{
+	A2DirectTable t;
+};
+
+A2DirectClaim *
+a2_direct_claim_begin(void)
+{
+	A2DirectClaim *dc = palloc(sizeof(A2DirectClaim));
+
+	if (a2_direct_open(&dc->t, ACL_UPDATE | ACL_SELECT))
+		return dc;
+	pfree(dc);
+	return NULL;
+}
+
+void
+a2_direct_claim_row(A2DirectClaim *dc, Datum session, int64 index,
+					ItemPointer tid, Datum attempt_count,
+					Datum first_claimed_at, Datum last_claimed_at,
+					Datum claim_holder, Datum claim_expires_at)
+{
+	A2DirectTable *t = &dc->t;
+
+	if (!a2_direct_row_from(t, tid) || !is_event(t, session, index))
+		elog(ERROR, "a2: row %u/%u is not event %lld of its session",
+			 ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid),
+			 (long long) index);
+	a2_direct_set(t, A2D_ATTEMPT_COUNT, attempt_count, false);
+	a2_direct_set(t, A2D_FIRST_CLAIMED_AT, first_claimed_at, false);
+	a2_direct_set(t, A2D_LAST_CLAIMED_AT, last_claimed_at, false);
+	a2_direct_set(t, A2D_CLAIM_HOLDER, claim_holder, false);
+	a2_direct_set(t, A2D_CLAIM_EXPIRES_AT, claim_expires_at, false);
+	if (!write_row(t, index, tid, claimed, lengthof(claimed)))
+		elog(ERROR, "a2: a NOT NULL column of event %lld is null", (long long) index);
+}
+
+void
+a2_direct_claim_end(A2DirectClaim *dc)
+{
+	a2_direct_close(&dc->t);
+	pfree(dc);
 }

@@ -131,15 +131,16 @@ a2_push_jsonb_value(a2_jsonb_builder *js, JsonbIteratorToken seq,
 
 /*
  * table_tuple_update of a row the caller holds locked (direct_update.c),
- * with no crosscheck and waiting: 16 replaced the bool that says whether
- * the new version needs index entries (the update was not HOT) by
- * TU_UpdateIndexes (none, all, or the summarizing ones only); 19 added an
- * options argument.  *need_entries: the btree indexes need entries (a
- * summarizing-only answer needs none: direct writes keep no such index).
+ * waiting, with `crosscheck` (InvalidSnapshot: none): 16 replaced the bool
+ * that says whether the new version needs index entries (the update was
+ * not HOT) by TU_UpdateIndexes (none, all, or the summarizing ones only);
+ * 19 added an options argument.  *need_entries: the btree indexes need
+ * entries (a summarizing-only answer needs none: direct writes keep no
+ * such index).
  */
 static inline TM_Result
 a2_table_update(Relation rel, ItemPointer tid, TupleTableSlot *slot,
-				CommandId cid, bool *need_entries)
+				CommandId cid, Snapshot crosscheck, bool *need_entries)
 {
 	TM_FailureData tmfd;
 	LockTupleMode lockmode;
@@ -152,11 +153,11 @@ a2_table_update(Relation rel, ItemPointer tid, TupleTableSlot *slot,
 
 #if PG_VERSION_NUM >= 190000
 	result = table_tuple_update(rel, tid, slot, cid, 0, InvalidSnapshot,
-								InvalidSnapshot, true, &tmfd, &lockmode,
+								crosscheck, true, &tmfd, &lockmode,
 								&update_indexes);
 #else
 	result = table_tuple_update(rel, tid, slot, cid, InvalidSnapshot,
-								InvalidSnapshot, true, &tmfd, &lockmode,
+								crosscheck, true, &tmfd, &lockmode,
 								&update_indexes);
 #endif
 #if PG_VERSION_NUM >= 160000
