@@ -1,14 +1,14 @@
 --
--- Direct writes (docs/internals.md, "Direct writes"): a plain appended
--- event is written without the executor.  The row and the answer must be
--- exactly those of the INSERT statement (a2.direct_writes = off), for
--- every kind of event, and so must a completion's and a failure's; and wherever the
--- statement would do more than write the row (a user's trigger, a
--- policy, a default that is not a constant, a NOT NULL column a2 does not
--- fill, an index that is not a btree, column privileges, a read-only
--- transaction, a statement trigger or a missing DELETE privilege on the
--- snapshot pins a completion would release), a2 runs the statement, so
--- that all of it still happens.
+-- Direct writes (docs/internals.md, "Direct writes"): appends, claims,
+-- completions and failures write a2_events without the executor.  The
+-- rows and the answers must be exactly those of the statements
+-- (a2.direct_writes = off), for every kind of event, claim, completion
+-- and failure.  Wherever the statement would do more than write the row
+-- (a user's trigger, a policy, a default that is not a constant, a NOT
+-- NULL column a2 does not fill, an index that is not a btree, column
+-- privileges, a read-only transaction, a statement trigger or a missing
+-- DELETE privilege on the snapshot pins a completion would release), a2
+-- runs the statement, so that all of it still happens.
 --
 \set ON_ERROR_STOP 1
 \set QUIET 1
