@@ -62,18 +62,25 @@ PG_FUNCTION_INFO_V1(a2_claim);
  * The claim statement.  a2_claim_next runs the same text with SKIP LOCKED,
  * so both follow one rule; only whether a locked row is waited for differs.
  * Objects older than 0.3.0 have no not_before (no delayed events).
+ *
+ * The rule itself, CLAIM_WHERE, names its parameters, so that the direct
+ * claim's locking SELECT below states the very same rule with its own
+ * numbering: the session, now, the excluded indexes, the low-water index.
  */
+#define CLAIM_WHERE(session, now, exclude, low_water, due, dispatch) \
+	"   WHERE e.session_id OPERATOR(pg_catalog.=) " session " AND e.idx OPERATOR(pg_catalog.>=) " low_water \
+	"     AND e.processed_at IS NULL AND e.failed_at IS NULL AND e.lane_ready" \
+	"     AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) " now ")" \
+	due \
+	"     AND e.idx OPERATOR(pg_catalog.<>) ALL (" exclude ")" \
+	dispatch
+
 #define CLAIM_ELIGIBLE_SQL(lock_clause, due, columns) \
 	CLAIM_ELIGIBLE_SQL_X(lock_clause, due, "", columns)
 #define CLAIM_ELIGIBLE_SQL_X(lock_clause, due, dispatch, columns) \
 	"WITH eligible AS MATERIALIZED (" \
 	"  SELECT e.idx FROM @extschema@.a2_events e" \
-	"   WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.>=) $8" \
-	"     AND e.processed_at IS NULL AND e.failed_at IS NULL AND e.lane_ready" \
-	"     AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $2)" \
-	due \
-	"     AND e.idx OPERATOR(pg_catalog.<>) ALL ($5)" \
-	dispatch \
+	CLAIM_WHERE("$1", "$2", "$5", "$8", due, dispatch) \
 	"   ORDER BY e.idx " lock_clause \
 	"), claimed AS (" \
 	"  UPDATE @extschema@.a2_events e SET" \
@@ -88,17 +95,20 @@ PG_FUNCTION_INFO_V1(a2_claim);
 	"  RETURNING " columns \
 	") SELECT * FROM claimed ORDER BY idx"
 
-#define CLAIM_DUE "     AND (e.not_before IS NULL OR e.not_before OPERATOR(pg_catalog.<=) $2)"
+#define CLAIM_DUE_AT(now) \
+	"     AND (e.not_before IS NULL OR e.not_before OPERATOR(pg_catalog.<=) " now ")"
+#define CLAIM_DUE CLAIM_DUE_AT("$2")
 
 /*
- * 0.4.0: only the queues served ($6, NULL: all) and not paused ($7); an
- * event with a concurrency key only within its key's limits (limits.c),
- * tested last (a2_admit costs 10000), after every other condition.
+ * 0.4.0: only the queues served (NULL: all) and not paused; an event with
+ * a concurrency key only within its key's limits (limits.c), tested last
+ * (a2_admit costs 10000), after every other condition.
  */
-#define CLAIM_DISPATCH \
-	"     AND ($6::pg_catalog.text[] IS NULL OR COALESCE(e.queue, 'default') OPERATOR(pg_catalog.=) ANY ($6))" \
-	"     AND NOT (COALESCE(e.queue, 'default') OPERATOR(pg_catalog.=) ANY ($7))" \
-	"     AND (e.concurrency_key IS NULL OR @extschema@.a2_admit(e.concurrency_key, $2))"
+#define CLAIM_DISPATCH_AT(now, queues, paused) \
+	"     AND (" queues "::pg_catalog.text[] IS NULL OR COALESCE(e.queue, 'default') OPERATOR(pg_catalog.=) ANY (" queues "))" \
+	"     AND NOT (COALESCE(e.queue, 'default') OPERATOR(pg_catalog.=) ANY (" paused "))" \
+	"     AND (e.concurrency_key IS NULL OR @extschema@.a2_admit(e.concurrency_key, " now "))"
+#define CLAIM_DISPATCH CLAIM_DISPATCH_AT("$2", "$6", "$7")
 
 #define CLAIM_PARAMS \
 	.nparams = 8, .params = { \
@@ -140,14 +150,7 @@ static A2Statement claim_eligible_skip_locked = {
  */
 #define CLAIM_LOCK_SQL(lock_clause) \
 	"SELECT " A2_EVENT_COLUMNS ", e.ctid AS row_id FROM @extschema@.a2_events e" \
-	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.>=) $6" \
-	"   AND e.processed_at IS NULL AND e.failed_at IS NULL AND e.lane_ready" \
-	"   AND (e.claim_expires_at IS NULL OR e.claim_expires_at OPERATOR(pg_catalog.<=) $2)" \
-	CLAIM_DUE \
-	"   AND e.idx OPERATOR(pg_catalog.<>) ALL ($3)" \
-	"   AND ($4::pg_catalog.text[] IS NULL OR COALESCE(e.queue, 'default') OPERATOR(pg_catalog.=) ANY ($4))" \
-	"   AND NOT (COALESCE(e.queue, 'default') OPERATOR(pg_catalog.=) ANY ($5))" \
-	"   AND (e.concurrency_key IS NULL OR @extschema@.a2_admit(e.concurrency_key, $2))" \
+	CLAIM_WHERE("$1", "$2", "$3", "$6", CLAIM_DUE_AT("$2"), CLAIM_DISPATCH_AT("$2", "$4", "$5")) \
 	" ORDER BY e.idx " lock_clause
 
 #define CLAIM_LOCK_PARAMS \
@@ -364,19 +367,21 @@ claim_locked_rows(A2DirectClaim *dc, A2ClaimArgs *args, uint64 n)
 	for (uint64 r = 0; r < n; r++)
 	{
 		bool		isnull;
-		ItemPointer tid = (ItemPointer) DatumGetPointer(a2_col(r, CLAIM_LOCK_ROW_ID, &isnull));
+		ItemPointerData tid;
 		int32		attempt = (int32) a2_col_int64(r, A2C_ATTEMPT_COUNT);
 		Datum		first = a2_col(r, A2C_FIRST_CLAIMED_AT, &isnull);
 		Datum		values[lengthof(cols)];
 		bool		nulls[lengthof(cols)] = {false};
 
+		if (!a2_col_tid(r, CLAIM_LOCK_ROW_ID, &tid))
+			elog(ERROR, "a2: claim.lock_eligible returned no row version");
 		/* the statement's attempt_count + 1, its overflow error included */
 		values[0] = DirectFunctionCall2(int4pl, Int32GetDatum(attempt), Int32GetDatum(1));
 		values[1] = isnull ? Int64GetDatum(args->now_ms) : first;
 		values[2] = Int64GetDatum(args->now_ms);
 		values[3] = holder;
 		values[4] = Int64GetDatum(args->expires_ms);
-		a2_direct_claim_row(dc, session, a2_col_int64(r, A2C_IDX), tid,
+		a2_direct_claim_row(dc, session, a2_col_int64(r, A2C_IDX), &tid,
 							values[0], values[1], values[2], values[3], values[4]);
 		tt->vals[r] = heap_modify_tuple_by_cols(tt->vals[r], tt->tupdesc,
 												lengthof(cols), cols, values, nulls);

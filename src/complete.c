@@ -65,11 +65,11 @@ enum
  * anything (a pin of this event, or any history row of the session).
  * Elsewhere no direct write runs: NULL and true.
  */
-#define LOCK_EVENT_SQL(direct) \
+#define LOCK_EVENT_SQL(key, direct) \
 	"SELECT e.processed_at IS NOT NULL AS processed, e.processed_by_attempt," \
 	"       e.returned_event_ids, e.attempt_count," \
 	"       e.claim_holder IS NOT NULL AS held, e.failed_at IS NOT NULL AS dead_lettered," \
-	"       e.concurrency_key, e.lane IS NOT NULL AS has_lane, " direct \
+	"       " key ", e.lane IS NOT NULL AS has_lane, " direct \
 	"  FROM @extschema@.a2_events e" \
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"
 #define LOCK_EVENT_NO_DIRECT "NULL::pg_catalog.tid AS row_id, true AS has_pins"
@@ -84,16 +84,11 @@ static A2Statement lock_event = {
 	.name = "complete.lock_event",
 	.texts = {
 		A2_TEXT(A2_EVERYWHERE, A2_OBJECTS_0_1,
-				"SELECT e.processed_at IS NOT NULL AS processed, e.processed_by_attempt,"
-				"       e.returned_event_ids, e.attempt_count,"
-				"       e.claim_holder IS NOT NULL AS held, e.failed_at IS NOT NULL AS dead_lettered,"
-				"       NULL::pg_catalog.text AS concurrency_key, e.lane IS NOT NULL AS has_lane, "
-				LOCK_EVENT_NO_DIRECT
-				"  FROM @extschema@.a2_events e"
-				" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"),
+				LOCK_EVENT_SQL("NULL::pg_catalog.text AS concurrency_key", LOCK_EVENT_NO_DIRECT)),
 		/* 0.4.0: the key whose slot a completion frees (key_park.h) */
-		A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_4, LOCK_EVENT_SQL(LOCK_EVENT_NO_DIRECT)),
-		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, LOCK_EVENT_SQL(LOCK_EVENT_DIRECT)),
+		A2_TEXT(A2_ROUTED | A2_SHARD, A2_OBJECTS_0_4,
+				LOCK_EVENT_SQL("e.concurrency_key", LOCK_EVENT_NO_DIRECT)),
+		A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, LOCK_EVENT_SQL("e.concurrency_key", LOCK_EVENT_DIRECT)),
 	},
 	.nparams = 2, .params = {A2_PARAM("session_id", TEXTOID), A2_PARAM("event_index", INT8OID)},
 	.session_param = 1,
@@ -298,13 +293,7 @@ complete_attempt(CompleteArgs *args)
 	key = a2_col_text(0, LOCK_EVENT_CONCURRENCY_KEY);
 	args->has_lane = a2_col_bool(0, LOCK_EVENT_HAS_LANE);
 	args->has_pins = a2_col_bool(0, LOCK_EVENT_HAS_PINS);
-	{
-		Datum		d = a2_col(0, LOCK_EVENT_ROW_ID, &isnull);
-
-		args->has_row_id = !isnull;
-		if (!isnull)
-			ItemPointerCopy((ItemPointer) DatumGetPointer(d), &args->row_id);
-	}
+	args->has_row_id = a2_col_tid(0, LOCK_EVENT_ROW_ID, &args->row_id);
 
 	/* processed by this attempt (a retry), or current, held and alive */
 	completed = processed ? processed_by == args->attempt :

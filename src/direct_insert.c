@@ -72,24 +72,33 @@ session_scan(Relation rel, Relation index, Datum session, int64 from_idx,
 static char *recent_session = NULL;
 static int64 recent_idx = 0;
 
-static int64
-recent_guess(Datum session)
+static bool
+recent_is(Datum session)
 {
 	text	   *t = DatumGetTextPP(session);
 
-	if (recent_session == NULL ||
-		strlen(recent_session) != VARSIZE_ANY_EXHDR(t) ||
-		memcmp(recent_session, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)) != 0)
-		return 0;
-	return recent_idx;
+	return recent_session != NULL &&
+		strlen(recent_session) == VARSIZE_ANY_EXHDR(t) &&
+		memcmp(recent_session, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)) == 0;
 }
 
+static int64
+recent_guess(Datum session)
+{
+	return recent_is(session) ? recent_idx : 0;
+}
+
+/* A copy of the session id only when it is another session than the last. */
 static void
 recent_remember(Datum session, int64 idx)
 {
-	if (recent_session)
-		pfree(recent_session);
-	recent_session = MemoryContextStrdup(TopMemoryContext, TextDatumGetCString(session));
+	if (!recent_is(session))
+	{
+		if (recent_session)
+			pfree(recent_session);
+		recent_session = MemoryContextStrdup(TopMemoryContext,
+											 TextDatumGetCString(session));
+	}
 	recent_idx = idx;
 }
 

@@ -330,6 +330,15 @@ shape_build(Relation rel)
 	return shape.usable;
 }
 
+/* A plain table with no trigger (a statement trigger fires for no row too) and no rule. */
+static bool
+no_trigger_or_rule(Relation rel)
+{
+	return rel->rd_rel->relkind == RELKIND_RELATION &&
+		rel->trigdesc == NULL &&
+		!rel->rd_rel->relhasrules;
+}
+
 /*
  * What a statement would do beyond the rows it writes: a trigger, a rule,
  * a CHECK constraint, a policy.
@@ -337,9 +346,7 @@ shape_build(Relation rel)
 static bool
 plain_table(Relation rel)
 {
-	return rel->rd_rel->relkind == RELKIND_RELATION &&
-		rel->trigdesc == NULL &&
-		!rel->rd_rel->relhasrules &&
+	return no_trigger_or_rule(rel) &&
 		!rel->rd_rel->relrowsecurity &&
 		(rel->rd_att->constr == NULL || rel->rd_att->constr->num_check == 0);
 }
@@ -409,8 +416,7 @@ a2_direct_bystander(const char *relname, AclMode privileges)
 	if (!holds(relid, privileges))
 		return false;
 	rel = table_open(relid, RowExclusiveLock);
-	ok = rel->rd_rel->relkind == RELKIND_RELATION && rel->trigdesc == NULL &&
-		!rel->rd_rel->relhasrules;
+	ok = no_trigger_or_rule(rel);
 	table_close(rel, NoLock);
 	return ok;
 }

@@ -43,7 +43,7 @@
 #include "direct_shape.h"
 #include "pg_compat.h"
 
-/* The columns finish_event and record_failure set. */
+/* The columns finish_event, the claim and record_failure set. */
 static const A2DirectColumn finished[] = {
 	A2D_PROCESSED_AT, A2D_PROCESSED_BY_ATTEMPT, A2D_RETURNED_EVENT_IDS,
 	A2D_LANE_READY, A2D_CLAIM_HOLDER, A2D_CLAIM_EXPIRES_AT
@@ -58,18 +58,25 @@ static const A2DirectColumn failed[] = {
 	A2D_CLAIM_EXPIRES_AT, A2D_NOT_BEFORE
 };
 
-/* The locked version is the event's: its session and index. */
-static bool
-is_event(A2DirectTable *t, Datum session, int64 index)
+/*
+ * Row version `tid`, which the caller holds locked, as the row to change:
+ * it must be there and be event `index` of `session`.
+ */
+static void
+fetch_locked(A2DirectTable *t, Datum session, int64 index, ItemPointer tid)
 {
 	TupleTableSlot *slot = t->slot;
 	int			s = a2_direct_att(A2D_SESSION_ID) - 1;
 	int			i = a2_direct_att(A2D_IDX) - 1;
 
-	return !slot->tts_isnull[s] && !slot->tts_isnull[i] &&
-		DatumGetInt64(slot->tts_values[i]) == index &&
-		DatumGetBool(DirectFunctionCall2Coll(texteq, C_COLLATION_OID,
-											 slot->tts_values[s], session));
+	if (!a2_direct_row_from(t, tid) ||
+		slot->tts_isnull[s] || slot->tts_isnull[i] ||
+		DatumGetInt64(slot->tts_values[i]) != index ||
+		!DatumGetBool(DirectFunctionCall2Coll(texteq, C_COLLATION_OID,
+											  slot->tts_values[s], session)))
+		elog(ERROR, "a2: row %u/%u is not event %lld of its session",
+			 ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid),
+			 (long long) index);
 }
 
 /*
@@ -84,18 +91,14 @@ open_locked(A2DirectTable *t, Datum session, int64 index, ItemPointer tid,
 	if (!a2_direct_open(t, ACL_UPDATE | ACL_SELECT))
 		return false;
 	/* the statement's lock order: a2_events, then the pins' tables */
-	if ((finish &&
-		 (!a2_direct_bystander("a2_snapshot_pins", ACL_DELETE | ACL_SELECT) ||
-		  !a2_direct_bystander("a2_snapshot_history", ACL_DELETE | ACL_SELECT))) ||
-		!a2_direct_row_from(t, tid))
+	if (finish &&
+		(!a2_direct_bystander("a2_snapshot_pins", ACL_DELETE | ACL_SELECT) ||
+		 !a2_direct_bystander("a2_snapshot_history", ACL_DELETE | ACL_SELECT)))
 	{
 		a2_direct_close(t);
 		return false;
 	}
-	if (!is_event(t, session, index))
-		elog(ERROR, "a2: row %u/%u is not event %lld of its session",
-			 ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid),
-			 (long long) index);
+	fetch_locked(t, session, index, tid);
 	return true;
 }
 
@@ -238,10 +241,7 @@ a2_direct_claim_row(A2DirectClaim *dc, Datum session, int64 index,
 {
 	A2DirectTable *t = &dc->t;
 
-	if (!a2_direct_row_from(t, tid) || !is_event(t, session, index))
-		elog(ERROR, "a2: row %u/%u is not event %lld of its session",
-			 ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid),
-			 (long long) index);
+	fetch_locked(t, session, index, tid);
 	a2_direct_set(t, A2D_ATTEMPT_COUNT, attempt_count, false);
 	a2_direct_set(t, A2D_FIRST_CLAIMED_AT, first_claimed_at, false);
 	a2_direct_set(t, A2D_LAST_CLAIMED_AT, last_claimed_at, false);

@@ -182,14 +182,7 @@ fail_attempt(FailArgs *args)
 	failures = a2_col_int64(0, LOCK_EVENT_FAILURE_COUNT);
 	failed_by_this = a2_col_bool(0, LOCK_EVENT_FAILED_BY_THIS);
 	key = a2_col_text(0, LOCK_EVENT_CONCURRENCY_KEY);
-	{
-		bool		isnull;
-		Datum		d = a2_col(0, LOCK_EVENT_ROW_ID, &isnull);
-
-		has_row_id = !isnull;
-		if (!isnull)
-			ItemPointerCopy((ItemPointer) DatumGetPointer(d), &row_id);
-	}
+	has_row_id = a2_col_tid(0, LOCK_EVENT_ROW_ID, &row_id);
 
 	if (!processed && !dead && attempt_count == args->attempt && held)
 	{

@@ -61,6 +61,17 @@ a2_col_bool(uint64 row, int col)
 	return !isnull && DatumGetBool(d);
 }
 
+bool
+a2_col_tid(uint64 row, int col, ItemPointer tid)
+{
+	bool		isnull;
+	Datum		d = a2_col(row, col, &isnull);
+
+	if (!isnull)
+		ItemPointerCopy((ItemPointer) DatumGetPointer(d), tid);
+	return !isnull;
+}
+
 static Datum
 build_array(Datum *values, bool *nulls, int count, Oid elemtype,
 			int16 typlen, bool byval, char align)

@@ -13,6 +13,7 @@
 #define A2_SPI_UTIL_H
 
 #include "executor/spi.h"
+#include "storage/itemptr.h"
 #include "utils/jsonb.h"
 
 /* Column `col` (1-based; the statement's column enum) of row `row` of SPI_tuptable */
@@ -20,6 +21,8 @@ extern Datum a2_col(uint64 row, int col, bool *isnull);
 extern int64 a2_col_int64(uint64 row, int col);
 extern char *a2_col_text(uint64 row, int col);	/* NULL when SQL NULL */
 extern bool a2_col_bool(uint64 row, int col);
+/* A tid column (a row version, ctid) copied into *tid; false when SQL NULL */
+extern bool a2_col_tid(uint64 row, int col, ItemPointer tid);
 
 /* Array parameters: NULL entries (or nulls[i], for int8) become SQL NULL elements. */
 extern Datum a2_text_array(char **values, int count);
