@@ -7,7 +7,8 @@
  *
  *	  Offers the writes the single-node layer, a2_claim (and so
  *	  a2_claim_next), a2_complete and a2_fail try before their statements,
- *	  and the a2.direct_writes setting.  Each
+ *	  the two index probes of a2_claim_next's walk that lead to those
+ *	  claims, and the a2.direct_writes setting.  Each
  *	  writes only where its statement would do nothing more than that row
  *	  and its index entries (direct_shape.h lists what sends a call back to
  *	  its statement); everywhere else it answers false, having written
@@ -94,5 +95,16 @@ extern void a2_direct_claim_row(A2DirectClaim *dc, Datum session, int64 index,
 								Datum first_claimed_at, Datum last_claimed_at,
 								Datum claim_holder, Datum claim_expires_at);
 extern void a2_direct_claim_end(A2DirectClaim *dc);
+
+/*
+ * a2_claim_next's probes of a2_events_default_available (local.c's
+ * next_candidate and next_after_now statements), read directly
+ * (direct_walk.c): 1 found, 0 none, -1 the statement is to run.
+ * next_available moves (*after_at, *after_session) to the entry found
+ * and, key not NULL, sets *key to its event's concurrency key (or NULL).
+ */
+extern int	a2_direct_next_available(int64 now_ms, int64 *after_at,
+									 char **after_session, char **key);
+extern int	a2_direct_next_retry_at(int64 now_ms, int64 *at);
 
 #endif							/* A2_DIRECT_H */

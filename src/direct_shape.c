@@ -33,6 +33,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -123,6 +124,7 @@ typedef struct Shape
 	int			nindexes;
 	ShapeIndex *indexes;
 	int			named[A2D_NINDEXES];	/* A2D_IX_PKEY, ... in indexes[] */
+	int			available;		/* a2_events_default_available, -1: not a2's */
 	MemoryContext cxt;
 } Shape;
 
@@ -135,8 +137,8 @@ void
 a2_direct_init(void)
 {
 	DefineCustomBoolVariable("a2.direct_writes",
-							 "Writes plain a2_events rows without the executor.",
-							 "Off: every append and completion runs its statements (the result is the same).",
+							 "Writes plain a2_events rows, and reads a2_claim_next's walk, without the executor.",
+							 "Off: every append, claim, completion, failure and walk runs its statements (the result is the same).",
 							 &direct_writes,
 							 true,
 							 PGC_USERSET,
@@ -230,6 +232,88 @@ learn_index(Relation ind, ShapeIndex *si)
 	return true;
 }
 
+/*
+ * The index orders its key column `i` (of type `type`) as an ORDER BY of
+ * the table's column does: the type's default btree operator family and,
+ * for the session id, the column's collation.
+ */
+static bool
+default_ordering(Relation rel, Relation ind, Oid type, int i)
+{
+	Oid			opclass = GetDefaultOpClass(type, BTREE_AM_OID);
+	AttrNumber	att = ind->rd_index->indkey.values[i];
+
+	return OidIsValid(opclass) &&
+		ind->rd_opfamily[i] == get_opclass_family(opclass) &&
+		(att == 0 ||
+		 ind->rd_indcollation[i] == TupleDescAttr(RelationGetDescr(rel), att - 1)->attcollation);
+}
+
+/* A column of a2_events, as a Var of the index's expressions or predicate. */
+static bool
+is_column(Node *node, A2DirectColumn col)
+{
+	return node != NULL && IsA(node, Var) &&
+		((Var *) node)->varattno == shape.att[col];
+}
+
+/*
+ * a2_events_default_available as a2 makes it (src/sql/objects/20-indexes.sql),
+ * checked clause by clause, so that a direct read of it (direct_walk.c)
+ * reads the rows and the key its statements name: first key the
+ * expression COALESCE(claim_expires_at, GREATEST(not_before,
+ * created_at)), predicate lane_ready AND processed_at IS NULL AND
+ * failed_at IS NULL AND queue IS NULL AND priority IS NULL.
+ */
+static bool
+available_index(IndexInfo *ii)
+{
+	static const A2DirectColumn null_columns[] = {
+		A2D_PROCESSED_AT, A2D_FAILED_AT, A2D_QUEUE, A2D_PRIORITY
+	};
+	CoalesceExpr *key;
+	MinMaxExpr *greatest;
+	int			seen = 0;
+	ListCell   *lc;
+
+	if (ii->ii_IndexAttrNumbers[0] != 0 || list_length(ii->ii_Expressions) != 1 ||
+		!IsA(linitial(ii->ii_Expressions), CoalesceExpr))
+		return false;
+	key = linitial(ii->ii_Expressions);
+	if (list_length(key->args) != 2 ||
+		!is_column(linitial(key->args), A2D_CLAIM_EXPIRES_AT) ||
+		!IsA(lsecond(key->args), MinMaxExpr))
+		return false;
+	greatest = lsecond(key->args);
+	if (greatest->op != IS_GREATEST || list_length(greatest->args) != 2 ||
+		!is_column(linitial(greatest->args), A2D_NOT_BEFORE) ||
+		!is_column(lsecond(greatest->args), A2D_CREATED_AT))
+		return false;
+
+	if (list_length(ii->ii_Predicate) != 1 + lengthof(null_columns))
+		return false;
+	foreach(lc, ii->ii_Predicate)
+	{
+		Node	   *clause = lfirst(lc);
+		int			k;
+
+		if (is_column(clause, A2D_LANE_READY))
+		{
+			seen |= 1;
+			continue;
+		}
+		if (!IsA(clause, NullTest) || ((NullTest *) clause)->nulltesttype != IS_NULL)
+			return false;
+		for (k = 0; k < (int) lengthof(null_columns); k++)
+			if (is_column((Node *) ((NullTest *) clause)->arg, null_columns[k]))
+				break;
+		if (k == (int) lengthof(null_columns))
+			return false;
+		seen |= 2 << k;
+	}
+	return seen == (2 << lengthof(null_columns)) - 1;
+}
+
 /* Every index of a2_events, and where the ones the writes name are. */
 static bool
 learn_indexes(Relation rel)
@@ -238,6 +322,7 @@ learn_indexes(Relation rel)
 	Oid			pkey = a2_relid("a2_events_pkey");
 	Oid			waiting = a2_relid("a2_events_waiting");
 	Oid			event_id = a2_relid("a2_events_event_id");
+	Oid			available = a2_relid("a2_events_default_available");
 	bool		ok = true;
 	ListCell   *lc;
 
@@ -245,6 +330,7 @@ learn_indexes(Relation rel)
 	shape.indexes = palloc0(sizeof(ShapeIndex) * Max(list_length(oids), 1));
 	for (int k = 0; k < A2D_NINDEXES; k++)
 		shape.named[k] = -1;
+	shape.available = -1;
 	foreach(lc, oids)
 	{
 		Relation	ind = index_open(lfirst_oid(lc), RowExclusiveLock);
@@ -264,6 +350,12 @@ learn_indexes(Relation rel)
 				 ind->rd_index->indisunique && si->info->ii_Predicate == NIL &&
 				 keys->values[0] == shape.att[A2D_EVENT_ID])
 			shape.named[A2D_IX_EVENT_ID] = shape.nindexes;
+		else if (ok && si->oid == available && nkeys == 2 &&
+				 keys->values[1] == shape.att[A2D_SESSION_ID] &&
+				 default_ordering(rel, ind, INT8OID, 0) &&
+				 default_ordering(rel, ind, TEXTOID, 1) &&
+				 available_index(si->info))
+			shape.available = shape.nindexes;
 		index_close(ind, NoLock);
 		shape.nindexes++;
 	}
@@ -404,6 +496,36 @@ a2_direct_close(A2DirectTable *t)
 		index_close(t->indexes[i], NoLock);
 	pfree(t->indexes);
 	table_close(t->rel, NoLock);
+}
+
+bool
+a2_direct_open_available(A2DirectRead *r)
+{
+	Oid			relid;
+
+	if (!may_write())
+		return false;
+	relid = a2_relid("a2_events");
+	if (!holds(relid, ACL_SELECT))
+		return false;
+	r->rel = table_open(relid, AccessShareLock);
+	if (r->rel->rd_rel->relkind != RELKIND_RELATION ||
+		r->rel->rd_rel->relrowsecurity ||
+		!(shape.relid == relid ? shape.usable : shape_build(r->rel)) ||
+		shape.available < 0)
+	{
+		table_close(r->rel, NoLock);
+		return false;
+	}
+	r->index = index_open(shape.indexes[shape.available].oid, AccessShareLock);
+	return true;
+}
+
+void
+a2_direct_close_read(A2DirectRead *r)
+{
+	index_close(r->index, NoLock);
+	table_close(r->rel, NoLock);
 }
 
 bool

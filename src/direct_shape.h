@@ -18,7 +18,8 @@
  *	  backend and dropped at any relcache invalidation of a2_events.
  *
  *	  Locks: a2_events and each of its indexes in ROW EXCLUSIVE mode, as
- *	  the statements take them, held to the end of the transaction.
+ *	  the statements take them, held to the end of the transaction; a
+ *	  read, a2_events and the index it reads in ACCESS SHARE mode.
  *
  * IDENTIFICATION
  *	  src/direct_shape.h
@@ -94,6 +95,22 @@ typedef struct A2DirectTable
  */
 extern bool a2_direct_open(A2DirectTable *t, AclMode privileges);
 extern void a2_direct_close(A2DirectTable *t);
+
+/*
+ * a2_events and a2_events_default_available opened for a direct read
+ * (direct_walk.c) by a caller who holds SELECT on the whole table, in
+ * ACCESS SHARE mode as a SELECT takes them; false, with nothing open,
+ * where a direct write would answer false, where the table has row-level
+ * security, or where the index is not the one a2 made.
+ */
+typedef struct A2DirectRead
+{
+	Relation	rel;
+	Relation	index;
+} A2DirectRead;
+
+extern bool a2_direct_open_available(A2DirectRead *r);
+extern void a2_direct_close_read(A2DirectRead *r);
 
 /*
  * Another table a direct write stands in for a statement on (which finds

@@ -62,6 +62,7 @@
 #include "utils/rel.h"
 
 #include "a2.h"
+#include "direct.h"
 #include "dispatch_walk.h"
 #include "queues.h"
 #include "events.h"
@@ -367,6 +368,18 @@ plain_seen(Cursor *c, bool found, int64 now_ms)
 		a2_walk_mark_raise(&c->mark, now_ms + 1);
 }
 
+/* The entry a probe found is the cursor's position and head. */
+static void
+take_head(Cursor *c, int64 at, char *session, char *key)
+{
+	c->after_at = at;
+	c->after_session = session;
+	c->has_head = true;
+	c->head_at = at;
+	c->head_session = session;
+	c->head_key = key;
+}
+
 static void
 fetch_head(Cursor *c, int64 now_ms)
 {
@@ -374,6 +387,8 @@ fetch_head(Cursor *c, int64 now_ms)
 	{
 		A2Args		a;
 		bool		found;
+		int			direct = -1;
+		char	   *key = NULL;
 
 		Datum		held = a2_limits_held_keys();
 
@@ -381,7 +396,16 @@ fetch_head(Cursor *c, int64 now_ms)
 
 		if (first_plain)
 			plain_start(c, held);
-		if (c->plain)
+		if (c->plain && empty_array(held) &&
+			(direct = a2_direct_next_available(now_ms, &c->after_at,
+											   &c->after_session, &key)) >= 0)
+		{
+			/* no filter: plain_next's rows, read directly (direct.h) */
+			found = direct > 0;
+			if (found)
+				take_head(c, c->after_at, c->after_session, key);
+		}
+		else if (c->plain)
 		{
 			a2_args_init(&a, &plain_next);
 			a2_bind_int8(&a, 1, now_ms);
@@ -408,15 +432,13 @@ fetch_head(Cursor *c, int64 now_ms)
 			a2_bind_text(&a, 4, c->after_session);
 			a2_bind(&a, 5, TEXTARRAYOID, held);
 		}
-		found = a2_exec_latest(&a, SPI_OK_SELECT) > 0;
-		if (found)
+		if (direct < 0)
 		{
-			c->after_session = a2_col_text(0, NEXT_SESSION_ID);
-			c->after_at = a2_col_int64(0, NEXT_AVAILABLE_AT);
-			c->has_head = true;
-			c->head_at = c->after_at;
-			c->head_session = c->after_session;
-			c->head_key = a2_col_text(0, NEXT_CONCURRENCY_KEY);
+			found = a2_exec_latest(&a, SPI_OK_SELECT) > 0;
+			if (found)
+				take_head(c, a2_col_int64(0, NEXT_AVAILABLE_AT),
+						  a2_col_text(0, NEXT_SESSION_ID),
+						  a2_col_text(0, NEXT_CONCURRENCY_KEY));
 		}
 		if (first_plain)
 			plain_seen(c, found, now_ms);

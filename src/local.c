@@ -732,7 +732,10 @@ static bool
 local_next_available(int64 now_ms, int64 *after_at, char **after_session)
 {
 	A2Args		a;
+	int			direct = a2_direct_next_available(now_ms, after_at, after_session, NULL);
 
+	if (direct >= 0)
+		return direct > 0;
 	a2_args_init(&a, &next_candidate);
 	a2_bind_int8(&a, 1, now_ms);
 	a2_bind_int8(&a, 2, *after_at);
@@ -750,7 +753,10 @@ local_next_retry_at(int64 now_ms, int64 *at)
 	A2Args		a;
 	bool		isnull;
 	Datum		value;
+	int			direct = a2_direct_next_retry_at(now_ms, at);
 
+	if (direct >= 0)
+		return direct > 0;
 	a2_args_init(&a, &next_after_now);
 	a2_bind_int8(&a, 1, now_ms);
 	if (a2_exec(&a, false, SPI_OK_SELECT) == 0)

@@ -181,6 +181,21 @@ a2_table_update(Relation rel, ItemPointer tid, TupleTableSlot *slot,
 #endif
 
 /*
+ * index_beginscan (direct_walk.c, an ordered scan of one index): 18 added
+ * an instrumentation argument, 19 the scan's options.
+ */
+#if PG_VERSION_NUM >= 190000
+#define a2_index_beginscan(heap, index, snapshot, nkeys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), 0, 0)
+#elif PG_VERSION_NUM >= 180000
+#define a2_index_beginscan(heap, index, snapshot, nkeys) \
+	index_beginscan((heap), (index), (snapshot), NULL, (nkeys), 0)
+#else
+#define a2_index_beginscan(heap, index, snapshot, nkeys) \
+	index_beginscan((heap), (index), (snapshot), (nkeys), 0)
+#endif
+
+/*
  * 18 replaced the attribute pg_attribute_noreturn(), written after a
  * declaration, by pg_noreturn, written before it (C11 _Noreturn).  GCC and
  * Clang take the attribute in front too.
