@@ -30,6 +30,8 @@
 
 #include "postgres.h"
 
+#include "access/htup.h"
+#include "access/tupdesc.h"
 #include "storage/itemptr.h"
 #include "utils/jsonb.h"
 
@@ -85,15 +87,20 @@ extern bool a2_direct_record_failure(Datum session, int64 index, ItemPointer tid
  * locking SELECT runs, NULL when the claim statement is to run instead;
  * then each row the SELECT locked, version `tid` of event `index`, gets
  * the claim's values (attempt_count, first_claimed_at, last_claimed_at,
- * claim_holder, claim_expires_at).
+ * claim_holder, claim_expires_at), and its new version is returned as a
+ * row of A2_EVENT_COLUMNS (the claim statement's answer), formed with
+ * `answer` (a2_direct_claim_answer_desc: a copy in the current memory
+ * context).
  */
 typedef struct A2DirectClaim A2DirectClaim;
 
 extern A2DirectClaim *a2_direct_claim_begin(void);
-extern void a2_direct_claim_row(A2DirectClaim *dc, Datum session, int64 index,
-								ItemPointer tid, Datum attempt_count,
-								Datum first_claimed_at, Datum last_claimed_at,
-								Datum claim_holder, Datum claim_expires_at);
+extern TupleDesc a2_direct_claim_answer_desc(void);
+extern HeapTuple a2_direct_claim_row(A2DirectClaim *dc, Datum session, int64 index,
+									 ItemPointer tid, Datum attempt_count,
+									 Datum first_claimed_at, Datum last_claimed_at,
+									 Datum claim_holder, Datum claim_expires_at,
+									 TupleDesc answer);
 extern void a2_direct_claim_end(A2DirectClaim *dc);
 
 /*

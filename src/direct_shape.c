@@ -51,6 +51,7 @@
 #include "direct.h"
 #include "direct_shape.h"
 #include "extension.h"
+#include "json_out.h"
 #include "pg_compat.h"
 #include "statements.h"
 
@@ -125,6 +126,8 @@ typedef struct Shape
 	ShapeIndex *indexes;
 	int			named[A2D_NINDEXES];	/* A2D_IX_PKEY, ... in indexes[] */
 	int			available;		/* a2_events_default_available, -1: not a2's */
+	TupleDesc	answer;			/* a row of A2_EVENT_COLUMNS (json_out.h) */
+	AttrNumber	answer_att[A2C_NUM_EVENT_COLS];	/* each one's attribute */
 	MemoryContext cxt;
 } Shape;
 
@@ -364,6 +367,36 @@ learn_indexes(Relation rel)
 	return ok;
 }
 
+/*
+ * The answer row of a direct claim (A2_EVENT_COLUMNS, which are all plain
+ * columns of a2_events since 0.4.0): each column's attribute, and a
+ * descriptor with the table's types.  In shape.cxt.
+ */
+static bool
+learn_answer(TupleDesc desc)
+{
+	static const char *const names[] = {A2_EVENT_COLUMN_NAMES};
+
+	StaticAssertStmt(lengthof(names) == A2C_NUM_EVENT_COLS,
+					 "A2_EVENT_COLUMN_NAMES and A2EventCol differ");
+	shape.answer = CreateTemplateTupleDesc(A2C_NUM_EVENT_COLS);
+	for (int k = 0; k < A2C_NUM_EVENT_COLS; k++)
+	{
+		int			i;
+
+		for (i = 0; i < desc->natts; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped &&
+				strcmp(NameStr(TupleDescAttr(desc, i)->attname), names[k]) == 0)
+				break;
+		if (i == desc->natts)
+			return false;
+		shape.answer_att[k] = i + 1;
+		TupleDescInitEntry(shape.answer, k + 1, names[k], TupleDescAttr(desc, i)->atttypid,
+						   TupleDescAttr(desc, i)->atttypmod, 0);
+	}
+	return true;
+}
+
 /* Learn a2_events' shape (rel is open); false: not usable. */
 static bool
 shape_build(Relation rel)
@@ -413,6 +446,8 @@ shape_build(Relation rel)
 	for (int k = 0; k < A2D_NCOLUMNS; k++)
 		if (shape.att[k] == 0)
 			shape.usable = false;
+	if (shape.usable)
+		shape.usable = learn_answer(desc);
 	if (shape.usable)
 		shape.usable = learn_indexes(rel);
 	MemoryContextSwitchTo(old);
@@ -541,6 +576,26 @@ a2_direct_bystander(const char *relname, AclMode privileges)
 	ok = no_trigger_or_rule(rel);
 	table_close(rel, NoLock);
 	return ok;
+}
+
+TupleDesc
+a2_direct_answer_desc(void)
+{
+	return CreateTupleDescCopy(shape.answer);
+}
+
+HeapTuple
+a2_direct_answer(A2DirectTable *t, TupleDesc answer)
+{
+	Datum		values[A2C_NUM_EVENT_COLS];
+	bool		nulls[A2C_NUM_EVENT_COLS];
+
+	for (int k = 0; k < A2C_NUM_EVENT_COLS; k++)
+	{
+		values[k] = t->slot->tts_values[shape.answer_att[k] - 1];
+		nulls[k] = t->slot->tts_isnull[shape.answer_att[k] - 1];
+	}
+	return heap_form_tuple(answer, values, nulls);
 }
 
 AttrNumber

@@ -31,6 +31,7 @@
 
 #include "postgres.h"
 
+#include "access/htup.h"
 #include "executor/tuptable.h"
 #include "nodes/bitmapset.h"
 #include "nodes/execnodes.h"
@@ -122,6 +123,14 @@ extern void a2_direct_close_read(A2DirectRead *r);
 extern bool a2_direct_bystander(const char *relname, AclMode privileges);
 
 extern AttrNumber a2_direct_att(A2DirectColumn col);
+
+/*
+ * The row being written as a row of A2_EVENT_COLUMNS (json_out.h), what
+ * the statements' RETURNING gives: its descriptor (a copy, in the current
+ * memory context), and the row formed with it.
+ */
+extern TupleDesc a2_direct_answer_desc(void);
+extern HeapTuple a2_direct_answer(A2DirectTable *t, TupleDesc answer);
 extern Relation a2_direct_index(A2DirectTable *t, A2DirectIndex which);
 
 /* A new row: every column a2 does not name at its constant default. */

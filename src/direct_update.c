@@ -233,11 +233,18 @@ a2_direct_claim_begin(void)
 	return NULL;
 }
 
-void
+TupleDesc
+a2_direct_claim_answer_desc(void)
+{
+	return a2_direct_answer_desc();
+}
+
+HeapTuple
 a2_direct_claim_row(A2DirectClaim *dc, Datum session, int64 index,
 					ItemPointer tid, Datum attempt_count,
 					Datum first_claimed_at, Datum last_claimed_at,
-					Datum claim_holder, Datum claim_expires_at)
+					Datum claim_holder, Datum claim_expires_at,
+					TupleDesc answer)
 {
 	A2DirectTable *t = &dc->t;
 
@@ -249,6 +256,7 @@ a2_direct_claim_row(A2DirectClaim *dc, Datum session, int64 index,
 	a2_direct_set(t, A2D_CLAIM_EXPIRES_AT, claim_expires_at, false);
 	if (!write_row(t, index, tid, claimed, lengthof(claimed)))
 		elog(ERROR, "a2: a NOT NULL column of event %lld is null", (long long) index);
+	return a2_direct_answer(t, answer);
 }
 
 void

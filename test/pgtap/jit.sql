@@ -47,7 +47,7 @@ SELECT p AS entry
 SELECT ok(EXISTS (SELECT FROM jit_plans WHERE entry LIKE '%Query Text: SELECT a2_claim(%' AND entry LIKE '%JIT:%')
 		  OR NOT pg_jit_available(),
 		  'the caller''s own statement is JIT-compiled (JIT is on and works here)');
-SELECT ok(EXISTS (SELECT FROM jit_plans WHERE entry LIKE '%Query Text: SELECT e.session_id, e.idx,%FOR UPDATE%'),
+SELECT ok(EXISTS (SELECT FROM jit_plans WHERE entry LIKE '%Query Text: SELECT e.idx, e.attempt_count,%FOR UPDATE%'),
 		  'the claim statement a2 runs is in the log');
 SELECT is((SELECT count(*) FROM jit_plans
 			WHERE entry NOT LIKE '%Query Text: SELECT a2_%' AND entry LIKE '%JIT:%'),
