@@ -354,6 +354,7 @@ learn_indexes(Relation rel)
 				 keys->values[0] == shape.att[A2D_EVENT_ID])
 			shape.named[A2D_IX_EVENT_ID] = shape.nindexes;
 		else if (ok && si->oid == available && nkeys == 2 &&
+				 ind->rd_index->indisvalid &&
 				 keys->values[1] == shape.att[A2D_SESSION_ID] &&
 				 default_ordering(rel, ind, INT8OID, 0) &&
 				 default_ordering(rel, ind, TEXTOID, 1) &&
