@@ -203,13 +203,13 @@ read_session(A2DirectTable *t, Datum session, int64 *last, bool *waiting)
 	Snapshot	snap;
 	bool		found;
 
-	/* as SPI does before each statement of a call that writes */
-	CommandCounterIncrement();
-	snap = RegisterSnapshot(GetLatestSnapshot());
+	/* the statement's: the latest committed state (a2_exec_latest) */
+	a2_direct_push_snapshot(true);
+	snap = GetActiveSnapshot();
 	found = last_index(t->rel, a2_direct_index(t, A2D_IX_PKEY), session, snap, last);
 	if (found)
 		*waiting = any_waiting(t->rel, a2_direct_index(t, A2D_IX_WAITING), session, snap);
-	UnregisterSnapshot(snap);
+	PopActiveSnapshot();
 	return found;
 }
 

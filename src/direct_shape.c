@@ -495,26 +495,42 @@ holds(Oid relid, AclMode privileges)
 		pg_class_aclmask(relid, GetUserId(), privileges, ACLMASK_ALL) == privileges;
 }
 
+/*
+ * a2_events opened in `mode` for a caller holding `privileges` on the
+ * whole table, when `fits` (what the statement would do beyond the rows)
+ * allows it and its shape is current and usable; NULL, with nothing
+ * open, where the statement is to run.
+ */
+static Relation
+open_events(AclMode privileges, LOCKMODE mode, bool (*fits) (Relation rel))
+{
+	Oid			relid;
+	Relation	rel;
+
+	if (!may_write())
+		return NULL;
+	relid = a2_relid("a2_events");
+	if (!holds(relid, privileges))
+		return NULL;
+
+	/* the lock takes in pending invalidations: the shape is current after it */
+	rel = table_open(relid, mode);
+	if (!fits(rel) ||
+		!(shape.relid == relid ? shape.usable : shape_build(rel)) ||
+		shape.natts != RelationGetDescr(rel)->natts)
+	{
+		table_close(rel, NoLock);
+		return NULL;
+	}
+	return rel;
+}
+
 bool
 a2_direct_open(A2DirectTable *t, AclMode privileges)
 {
-	Oid			relid;
-
-	if (!may_write())
+	t->rel = open_events(privileges, RowExclusiveLock, plain_table);
+	if (t->rel == NULL)
 		return false;
-	relid = a2_relid("a2_events");
-	if (!holds(relid, privileges))
-		return false;
-
-	/* the lock takes in pending invalidations: the shape is current after it */
-	t->rel = table_open(relid, RowExclusiveLock);
-	if (!plain_table(t->rel) ||
-		!(shape.relid == relid ? shape.usable : shape_build(t->rel)) ||
-		shape.natts != RelationGetDescr(t->rel)->natts)
-	{
-		table_close(t->rel, NoLock);
-		return false;
-	}
 	t->indexes = palloc(sizeof(Relation) * shape.nindexes);
 	for (int i = 0; i < shape.nindexes; i++)
 		t->indexes[i] = index_open(shape.indexes[i].oid, RowExclusiveLock);
@@ -534,27 +550,40 @@ a2_direct_close(A2DirectTable *t)
 	table_close(t->rel, NoLock);
 }
 
+/* What a SELECT would do beyond the rows: filter them by a policy. */
+static bool
+readable_table(Relation rel)
+{
+	return rel->rd_rel->relkind == RELKIND_RELATION &&
+		!rel->rd_rel->relrowsecurity;
+}
+
 bool
 a2_direct_open_available(A2DirectRead *r)
 {
-	Oid			relid;
-
-	if (!may_write())
+	r->rel = open_events(ACL_SELECT, AccessShareLock, readable_table);
+	if (r->rel == NULL)
 		return false;
-	relid = a2_relid("a2_events");
-	if (!holds(relid, ACL_SELECT))
-		return false;
-	r->rel = table_open(relid, AccessShareLock);
-	if (r->rel->rd_rel->relkind != RELKIND_RELATION ||
-		r->rel->rd_rel->relrowsecurity ||
-		!(shape.relid == relid ? shape.usable : shape_build(r->rel)) ||
-		shape.available < 0)
+	if (shape.available < 0)
 	{
 		table_close(r->rel, NoLock);
 		return false;
 	}
 	r->index = index_open(shape.indexes[shape.available].oid, AccessShareLock);
 	return true;
+}
+
+/*
+ * The snapshot SPI would push for a statement of a call that writes.
+ */
+void
+a2_direct_push_snapshot(bool latest)
+{
+	/* this call's own writes are seen */
+	CommandCounterIncrement();
+	PushCopiedSnapshot(latest && IsolationUsesXactSnapshot() ?
+					   GetLatestSnapshot() : GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
 }
 
 void

@@ -114,6 +114,15 @@ extern bool a2_direct_open_available(A2DirectRead *r);
 extern void a2_direct_close_read(A2DirectRead *r);
 
 /*
+ * Push the snapshot SPI would take for a statement of a call that writes,
+ * after a command counter increment (so the call's own writes are seen):
+ * a new one under READ COMMITTED; under REPEATABLE READ and SERIALIZABLE
+ * the transaction's, or with `latest` the latest (a2_exec_latest's).  The
+ * caller pops it (PopActiveSnapshot).
+ */
+extern void a2_direct_push_snapshot(bool latest);
+
+/*
  * Another table a direct write stands in for a statement on (which finds
  * no row there): true when that statement would do nothing but read it,
  * i.e. the caller holds `privileges` on it and it has no trigger (a

@@ -14,11 +14,11 @@
  *	  entries marked, SERIALIZABLE's predicate locks).  The row's key is
  *	  computed from its columns as the index expression computes it.
  *
- *	  Snapshots, as SPI takes them for a call that writes: a command
- *	  counter increment first, so this call's own claims are seen; the
- *	  walk's probe reads the latest committed state (a2_exec_latest), the
- *	  retryAt probe the statement's snapshot (the transaction's under
- *	  REPEATABLE READ and SERIALIZABLE).
+ *	  Snapshots, as SPI takes them for a call that writes
+ *	  (a2_direct_push_snapshot): a command counter increment first, so
+ *	  this call's own claims are seen; the walk's probe reads the latest
+ *	  committed state (a2_exec_latest), the retryAt probe the statement's
+ *	  snapshot (the transaction's under REPEATABLE READ and SERIALIZABLE).
  *
  *	  Locks: a2_events and the index in ACCESS SHARE mode, as the
  *	  statements (direct_shape.h).
@@ -34,7 +34,6 @@
 #include "access/nbtree.h"
 #include "access/skey.h"
 #include "access/tableam.h"
-#include "access/xact.h"
 #include "executor/tuptable.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -44,16 +43,6 @@
 #include "direct.h"
 #include "direct_shape.h"
 #include "pg_compat.h"
-
-/* The statement's snapshot, pushed as SPI pushes it before a statement. */
-static void
-push_snapshot(bool latest)
-{
-	CommandCounterIncrement();
-	PushCopiedSnapshot(latest && IsolationUsesXactSnapshot() ?
-					   GetLatestSnapshot() : GetTransactionSnapshot());
-	UpdateActiveSnapshotCommandId();
-}
 
 /* COALESCE(claim_expires_at, GREATEST(not_before, created_at)) of the row */
 static int64
@@ -145,7 +134,7 @@ a2_direct_next_available(int64 now_ms, int64 *after_at, char **after_session,
 
 	if (!a2_direct_open_available(&r))
 		return -1;
-	push_snapshot(true);
+	a2_direct_push_snapshot(true);
 
 	/*
 	 * (time, session) > (after_at, after_session): first the rest of
@@ -181,7 +170,7 @@ a2_direct_next_retry_at(int64 now_ms, int64 *at)
 
 	if (!a2_direct_open_available(&r))
 		return -1;
-	push_snapshot(false);
+	a2_direct_push_snapshot(false);
 	time_key(&key, BTGreaterStrategyNumber, now_ms);
 	found = first_entry(&r, &key, 1, at, NULL, NULL);
 	PopActiveSnapshot();
