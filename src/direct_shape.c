@@ -33,7 +33,6 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -235,88 +234,6 @@ learn_index(Relation ind, ShapeIndex *si)
 	return true;
 }
 
-/*
- * The index orders its key column `i` (of type `type`) as an ORDER BY of
- * the table's column does: the type's default btree operator family and,
- * for the session id, the column's collation.
- */
-static bool
-default_ordering(Relation rel, Relation ind, Oid type, int i)
-{
-	Oid			opclass = GetDefaultOpClass(type, BTREE_AM_OID);
-	AttrNumber	att = ind->rd_index->indkey.values[i];
-
-	return OidIsValid(opclass) &&
-		ind->rd_opfamily[i] == get_opclass_family(opclass) &&
-		(att == 0 ||
-		 ind->rd_indcollation[i] == TupleDescAttr(RelationGetDescr(rel), att - 1)->attcollation);
-}
-
-/* A column of a2_events, as a Var of the index's expressions or predicate. */
-static bool
-is_column(Node *node, A2DirectColumn col)
-{
-	return node != NULL && IsA(node, Var) &&
-		((Var *) node)->varattno == shape.att[col];
-}
-
-/*
- * a2_events_default_available as a2 makes it (src/sql/objects/20-indexes.sql),
- * checked clause by clause, so that a direct read of it (direct_walk.c)
- * reads the rows and the key its statements name: first key the
- * expression COALESCE(claim_expires_at, GREATEST(not_before,
- * created_at)), predicate lane_ready AND processed_at IS NULL AND
- * failed_at IS NULL AND queue IS NULL AND priority IS NULL.
- */
-static bool
-available_index(IndexInfo *ii)
-{
-	static const A2DirectColumn null_columns[] = {
-		A2D_PROCESSED_AT, A2D_FAILED_AT, A2D_QUEUE, A2D_PRIORITY
-	};
-	CoalesceExpr *key;
-	MinMaxExpr *greatest;
-	int			seen = 0;
-	ListCell   *lc;
-
-	if (ii->ii_IndexAttrNumbers[0] != 0 || list_length(ii->ii_Expressions) != 1 ||
-		!IsA(linitial(ii->ii_Expressions), CoalesceExpr))
-		return false;
-	key = linitial(ii->ii_Expressions);
-	if (list_length(key->args) != 2 ||
-		!is_column(linitial(key->args), A2D_CLAIM_EXPIRES_AT) ||
-		!IsA(lsecond(key->args), MinMaxExpr))
-		return false;
-	greatest = lsecond(key->args);
-	if (greatest->op != IS_GREATEST || list_length(greatest->args) != 2 ||
-		!is_column(linitial(greatest->args), A2D_NOT_BEFORE) ||
-		!is_column(lsecond(greatest->args), A2D_CREATED_AT))
-		return false;
-
-	if (list_length(ii->ii_Predicate) != 1 + lengthof(null_columns))
-		return false;
-	foreach(lc, ii->ii_Predicate)
-	{
-		Node	   *clause = lfirst(lc);
-		int			k;
-
-		if (is_column(clause, A2D_LANE_READY))
-		{
-			seen |= 1;
-			continue;
-		}
-		if (!IsA(clause, NullTest) || ((NullTest *) clause)->nulltesttype != IS_NULL)
-			return false;
-		for (k = 0; k < (int) lengthof(null_columns); k++)
-			if (is_column((Node *) ((NullTest *) clause)->arg, null_columns[k]))
-				break;
-		if (k == (int) lengthof(null_columns))
-			return false;
-		seen |= 2 << k;
-	}
-	return seen == (2 << lengthof(null_columns)) - 1;
-}
-
 /* Every index of a2_events, and where the ones the writes name are. */
 static bool
 learn_indexes(Relation rel)
@@ -353,12 +270,8 @@ learn_indexes(Relation rel)
 				 ind->rd_index->indisunique && si->info->ii_Predicate == NIL &&
 				 keys->values[0] == shape.att[A2D_EVENT_ID])
 			shape.named[A2D_IX_EVENT_ID] = shape.nindexes;
-		else if (ok && si->oid == available && nkeys == 2 &&
-				 ind->rd_index->indisvalid &&
-				 keys->values[1] == shape.att[A2D_SESSION_ID] &&
-				 default_ordering(rel, ind, INT8OID, 0) &&
-				 default_ordering(rel, ind, TEXTOID, 1) &&
-				 available_index(si->info))
+		else if (ok && si->oid == available &&
+				 a2_direct_available_index(rel, ind, si->info, shape.att))
 			shape.available = shape.nindexes;
 		index_close(ind, NoLock);
 		shape.nindexes++;

@@ -1,10 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * direct_shape.h
- *	  What the direct writes (direct.h) share: a2_events opened for a
- *	  write without the executor, its row built column by column, and its
- *	  index entries (docs/internals.md, "Direct writes").  For
- *	  direct_insert.c and direct_update.c only.
+ *	  What the direct writes and reads (direct.h) share: a2_events opened
+ *	  for a write without the executor, its row built column by column,
+ *	  and its index entries; opened for the walk's read of its index; the
+ *	  statements' snapshot (docs/internals.md, "Direct writes").  For
+ *	  direct_insert.c, direct_update.c, direct_walk.c and
+ *	  direct_available.c only.
  *
  *	  a2_direct_open() answers false, with nothing open, wherever the
  *	  statement would do more than write a2_events' row and its index
@@ -111,6 +113,14 @@ typedef struct A2DirectRead
 } A2DirectRead;
 
 extern bool a2_direct_open_available(A2DirectRead *r);
+
+/*
+ * Whether index `ind` of a2_events (`rel`; its IndexInfo `ii`, `att` the
+ * attributes of the A2DirectColumn columns) is a2_events_default_available
+ * as a2 makes it and valid (direct_available.c).
+ */
+extern bool a2_direct_available_index(Relation rel, Relation ind, IndexInfo *ii,
+									  const AttrNumber *att);
 extern void a2_direct_close_read(A2DirectRead *r);
 
 /*
