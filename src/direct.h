@@ -108,10 +108,32 @@ extern void a2_direct_claim_end(A2DirectClaim *dc);
  * next_candidate and next_after_now statements), read directly
  * (direct_walk.c): 1 found, 0 none, -1 the statement is to run.
  * next_available moves (*after_at, *after_session) to the entry found
- * and, key not NULL, sets *key to its event's concurrency key (or NULL).
+ * and, key not NULL, sets *key to its event's concurrency key (or NULL);
+ * skip_held: leaving out the events of the keys the call holds
+ * (limits.h), as dispatch_probes.c's plain_next statement does.
  */
 extern int	a2_direct_next_available(int64 now_ms, int64 *after_at,
-									 char **after_session, char **key);
+									 char **after_session, char **key,
+									 bool skip_held);
 extern int	a2_direct_next_retry_at(int64 now_ms, int64 *at);
+
+/*
+ * a2_claim_next's probes of a2_events_queue_available and
+ * a2_events_queue_retry (dispatch_probes.c's statements), read directly
+ * (direct_queue_walk.c): 1 found, 0 none, -1 the statement is to run.
+ * queue NULL: the default queue.  queue_next, as next_available with
+ * skip_held, at one level of one queue; queue_level, the highest level
+ * below `below`; queue_retry, the first available-since time after now
+ * at one level; queue_prev, the named queue last before `before` (NULL:
+ * the last of all) and its highest level; queue_any_retry, the first
+ * available-since time after now of every queue and level.
+ */
+extern int	a2_direct_queue_next(const char *queue, int32 level, int64 now_ms,
+								 int64 *after_at, char **after_session, char **key);
+extern int	a2_direct_queue_level(const char *queue, int32 below, int32 *level);
+extern int	a2_direct_queue_retry(const char *queue, int32 level, int64 now_ms,
+								  int64 *at);
+extern int	a2_direct_queue_prev(const char *before, char **queue, int32 *level);
+extern int	a2_direct_queue_any_retry(int64 now_ms, int64 *at);
 
 #endif							/* A2_DIRECT_H */

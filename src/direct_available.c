@@ -1,14 +1,24 @@
 /*-------------------------------------------------------------------------
  *
  * direct_available.c
- *	  Whether an index of a2_events is a2_events_default_available as a2
- *	  makes it (src/sql/objects/20-indexes.sql), so that a direct read of
- *	  it (direct_walk.c) reads the rows, in the order, that the walk's
- *	  statements name: valid; keyed COALESCE(claim_expires_at,
- *	  GREATEST(not_before, created_at)), then session_id, each in its
- *	  type's default btree ordering and the session id in its column's
- *	  collation; predicate lane_ready AND processed_at IS NULL AND
- *	  failed_at IS NULL AND queue IS NULL AND priority IS NULL.  For
+ *	  Whether an index of a2_events is one of the three indexes of
+ *	  a2_claim_next's walk as a2 makes it (src/sql/objects/20-indexes.sql),
+ *	  so that a direct read of it (direct_walk.c, direct_queue_walk.c)
+ *	  reads the rows, in the order, that the walk's statements name:
+ *
+ *	  - a2_events_default_available: keyed (A, session_id), predicate
+ *	    lane_ready AND processed_at IS NULL AND failed_at IS NULL AND
+ *	    queue IS NULL AND priority IS NULL;
+ *	  - a2_events_queue_available: keyed (queue, COALESCE(priority, 0),
+ *	    A, session_id), concurrency_key its first INCLUDE column,
+ *	    predicate lane_ready AND processed_at IS NULL AND failed_at IS
+ *	    NULL AND (queue IS NOT NULL OR priority IS NOT NULL);
+ *	  - a2_events_queue_retry: keyed (A), the same predicate;
+ *
+ *	  where A is COALESCE(claim_expires_at, GREATEST(not_before,
+ *	  created_at)).  Each is valid, and orders every key column as an
+ *	  ORDER BY of it does: ascending, nulls last, the type's default btree
+ *	  operator family, a text column in its column's collation.  For
  *	  direct_shape.c, when it learns the table's indexes.
  *
  *	  Locks: none (the caller holds the index open).
@@ -31,8 +41,8 @@
 
 /*
  * The index orders its key column `i` (of type `type`) as an ORDER BY of
- * the table's column does: the type's default btree operator family and,
- * for the session id, the column's collation.
+ * the table's column does: ascending with nulls last, the type's default
+ * btree operator family and, for a column of the table, its collation.
  */
 static bool
 default_ordering(Relation rel, Relation ind, Oid type, int i)
@@ -41,6 +51,7 @@ default_ordering(Relation rel, Relation ind, Oid type, int i)
 	AttrNumber	att = ind->rd_index->indkey.values[i];
 
 	return OidIsValid(opclass) &&
+		ind->rd_indoption[i] == 0 &&
 		ind->rd_opfamily[i] == get_opclass_family(opclass) &&
 		(att == 0 ||
 		 ind->rd_indcollation[i] == TupleDescAttr(RelationGetDescr(rel), att - 1)->attcollation);
@@ -53,33 +64,87 @@ is_column(Node *node, const AttrNumber *att, A2DirectColumn col)
 	return node != NULL && IsA(node, Var) && ((Var *) node)->varattno == att[col];
 }
 
-/* The first key and the predicate, clause by clause. */
+/* COALESCE(claim_expires_at, GREATEST(not_before, created_at)) */
 static bool
-key_and_predicate(IndexInfo *ii, const AttrNumber *att)
+is_available_at(Node *node, const AttrNumber *att)
 {
-	static const A2DirectColumn null_columns[] = {
-		A2D_PROCESSED_AT, A2D_FAILED_AT, A2D_QUEUE, A2D_PRIORITY
-	};
-	CoalesceExpr *key;
+	CoalesceExpr *key = (CoalesceExpr *) node;
 	MinMaxExpr *greatest;
-	int			seen = 0;
-	ListCell   *lc;
 
-	if (ii->ii_IndexAttrNumbers[0] != 0 || list_length(ii->ii_Expressions) != 1 ||
-		!IsA(linitial(ii->ii_Expressions), CoalesceExpr))
-		return false;
-	key = linitial(ii->ii_Expressions);
-	if (list_length(key->args) != 2 ||
+	if (node == NULL || !IsA(node, CoalesceExpr) || list_length(key->args) != 2 ||
 		!is_column(linitial(key->args), att, A2D_CLAIM_EXPIRES_AT) ||
 		!IsA(lsecond(key->args), MinMaxExpr))
 		return false;
 	greatest = lsecond(key->args);
-	if (greatest->op != IS_GREATEST || list_length(greatest->args) != 2 ||
-		!is_column(linitial(greatest->args), att, A2D_NOT_BEFORE) ||
-		!is_column(lsecond(greatest->args), att, A2D_CREATED_AT))
-		return false;
+	return greatest->op == IS_GREATEST && list_length(greatest->args) == 2 &&
+		is_column(linitial(greatest->args), att, A2D_NOT_BEFORE) &&
+		is_column(lsecond(greatest->args), att, A2D_CREATED_AT);
+}
 
-	if (list_length(ii->ii_Predicate) != 1 + lengthof(null_columns))
+/* COALESCE(priority, 0) */
+static bool
+is_priority(Node *node, const AttrNumber *att)
+{
+	CoalesceExpr *key = (CoalesceExpr *) node;
+	Const	   *zero;
+
+	if (node == NULL || !IsA(node, CoalesceExpr) || list_length(key->args) != 2 ||
+		!is_column(linitial(key->args), att, A2D_PRIORITY) ||
+		!IsA(lsecond(key->args), Const))
+		return false;
+	zero = lsecond(key->args);
+	return zero->consttype == INT4OID && !zero->constisnull &&
+		DatumGetInt32(zero->constvalue) == 0;
+}
+
+/* `clause` is "col IS [NOT] NULL" for one of `cols`: its position, or -1. */
+static int
+null_test(Node *clause, NullTestType type, const AttrNumber *att,
+		  const A2DirectColumn *cols, int ncols)
+{
+	if (clause == NULL || !IsA(clause, NullTest) ||
+		((NullTest *) clause)->nulltesttype != type)
+		return -1;
+	for (int k = 0; k < ncols; k++)
+		if (is_column((Node *) ((NullTest *) clause)->arg, att, cols[k]))
+			return k;
+	return -1;
+}
+
+/* "queue IS NOT NULL OR priority IS NOT NULL", in either order */
+static bool
+is_queued(Node *clause, const AttrNumber *att)
+{
+	static const A2DirectColumn cols[] = {A2D_QUEUE, A2D_PRIORITY};
+	BoolExpr   *or = (BoolExpr *) clause;
+	int			a,
+				b;
+
+	if (clause == NULL || !IsA(clause, BoolExpr) || or->boolop != OR_EXPR ||
+		list_length(or->args) != 2)
+		return false;
+	a = null_test(linitial(or->args), IS_NOT_NULL, att, cols, 2);
+	b = null_test(lsecond(or->args), IS_NOT_NULL, att, cols, 2);
+	return a >= 0 && b >= 0 && a != b;
+}
+
+/*
+ * The predicate, clause by clause: lane_ready, processed_at IS NULL,
+ * failed_at IS NULL, then either queue IS NULL and priority IS NULL (the
+ * default queue's level 0) or the queued clause.
+ */
+static bool
+walk_predicate(IndexInfo *ii, const AttrNumber *att, bool queued)
+{
+	static const A2DirectColumn nulls[] = {
+		A2D_PROCESSED_AT, A2D_FAILED_AT, A2D_QUEUE, A2D_PRIORITY
+	};
+	int			nnulls = queued ? 2 : 4;
+	int			want = (1 << (1 + nnulls + (queued ? 1 : 0))) - 1;
+	int			seen = 0;
+	ListCell   *lc;
+
+	if (list_length(ii->ii_Predicate) != 1 + nnulls + (queued ? 1 : 0))
 		return false;
 	foreach(lc, ii->ii_Predicate)
 	{
@@ -87,30 +152,65 @@ key_and_predicate(IndexInfo *ii, const AttrNumber *att)
 		int			k;
 
 		if (is_column(clause, att, A2D_LANE_READY))
-		{
 			seen |= 1;
-			continue;
-		}
-		if (!IsA(clause, NullTest) || ((NullTest *) clause)->nulltesttype != IS_NULL)
+		else if ((k = null_test(clause, IS_NULL, att, nulls, nnulls)) >= 0)
+			seen |= 2 << k;
+		else if (queued && is_queued(clause, att))
+			seen |= 2 << nnulls;
+		else
 			return false;
-		for (k = 0; k < (int) lengthof(null_columns); k++)
-			if (is_column((Node *) ((NullTest *) clause)->arg, att, null_columns[k]))
-				break;
-		if (k == (int) lengthof(null_columns))
-			return false;
-		seen |= 2 << k;
 	}
-	return seen == (2 << lengthof(null_columns)) - 1;
+	return seen == want;
+}
+
+/* Key column `i` is the table's column `col`. */
+static bool
+key_column(Relation ind, int i, const AttrNumber *att, A2DirectColumn col)
+{
+	return ind->rd_index->indkey.values[i] == att[col];
 }
 
 bool
-a2_direct_available_index(Relation rel, Relation ind, IndexInfo *ii,
-						  const AttrNumber *att)
+a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
+					 const AttrNumber *att, A2DirectReadIndex which)
 {
-	return ind->rd_index->indnkeyatts == 2 &&
-		ind->rd_index->indisvalid &&
-		ind->rd_index->indkey.values[1] == att[A2D_SESSION_ID] &&
-		default_ordering(rel, ind, INT8OID, 0) &&
-		default_ordering(rel, ind, TEXTOID, 1) &&
-		key_and_predicate(ii, att);
+	List	   *exprs = ii->ii_Expressions;
+	int			nkeys = ind->rd_index->indnkeyatts;
+
+	if (!ind->rd_index->indisvalid)
+		return false;
+	switch (which)
+	{
+		case A2D_READ_DEFAULT_AVAILABLE:
+			return nkeys == 2 && list_length(exprs) == 1 &&
+				ind->rd_index->indkey.values[0] == 0 &&
+				key_column(ind, 1, att, A2D_SESSION_ID) &&
+				default_ordering(rel, ind, INT8OID, 0) &&
+				default_ordering(rel, ind, TEXTOID, 1) &&
+				is_available_at(linitial(exprs), att) &&
+				walk_predicate(ii, att, false);
+		case A2D_READ_QUEUE_AVAILABLE:
+			return nkeys == 4 && ind->rd_index->indnatts > 4 &&
+				list_length(exprs) == 2 &&
+				key_column(ind, 0, att, A2D_QUEUE) &&
+				ind->rd_index->indkey.values[1] == 0 &&
+				ind->rd_index->indkey.values[2] == 0 &&
+				key_column(ind, 3, att, A2D_SESSION_ID) &&
+				key_column(ind, 4, att, A2D_CONCURRENCY_KEY) &&
+				default_ordering(rel, ind, TEXTOID, 0) &&
+				default_ordering(rel, ind, INT4OID, 1) &&
+				default_ordering(rel, ind, INT8OID, 2) &&
+				default_ordering(rel, ind, TEXTOID, 3) &&
+				is_priority(linitial(exprs), att) &&
+				is_available_at(lsecond(exprs), att) &&
+				walk_predicate(ii, att, true);
+		case A2D_READ_QUEUE_RETRY:
+			return nkeys == 1 && list_length(exprs) == 1 &&
+				ind->rd_index->indkey.values[0] == 0 &&
+				default_ordering(rel, ind, INT8OID, 0) &&
+				is_available_at(linitial(exprs), att) &&
+				walk_predicate(ii, att, true);
+		default:
+			return false;
+	}
 }

@@ -124,7 +124,7 @@ typedef struct Shape
 	int			nindexes;
 	ShapeIndex *indexes;
 	int			named[A2D_NINDEXES];	/* A2D_IX_PKEY, ... in indexes[] */
-	int			available;		/* a2_events_default_available, -1: not a2's */
+	int			reads[A2D_NREADS];	/* the walk's indexes, -1: not a2's */
 	TupleDesc	answer;			/* a row of A2_EVENT_COLUMNS (json_out.h) */
 	AttrNumber	answer_att[A2C_NUM_EVENT_COLS];	/* each one's attribute */
 	MemoryContext cxt;
@@ -242,7 +242,12 @@ learn_indexes(Relation rel)
 	Oid			pkey = a2_relid("a2_events_pkey");
 	Oid			waiting = a2_relid("a2_events_waiting");
 	Oid			event_id = a2_relid("a2_events_event_id");
-	Oid			available = a2_relid("a2_events_default_available");
+	static const char *const read_names[A2D_NREADS] = {
+		[A2D_READ_DEFAULT_AVAILABLE] = "a2_events_default_available",
+		[A2D_READ_QUEUE_AVAILABLE] = "a2_events_queue_available",
+		[A2D_READ_QUEUE_RETRY] = "a2_events_queue_retry",
+	};
+	Oid			reads[A2D_NREADS];
 	bool		ok = true;
 	ListCell   *lc;
 
@@ -250,7 +255,11 @@ learn_indexes(Relation rel)
 	shape.indexes = palloc0(sizeof(ShapeIndex) * Max(list_length(oids), 1));
 	for (int k = 0; k < A2D_NINDEXES; k++)
 		shape.named[k] = -1;
-	shape.available = -1;
+	for (int k = 0; k < A2D_NREADS; k++)
+	{
+		reads[k] = a2_relid(read_names[k]);
+		shape.reads[k] = -1;
+	}
 	foreach(lc, oids)
 	{
 		Relation	ind = index_open(lfirst_oid(lc), RowExclusiveLock);
@@ -270,9 +279,13 @@ learn_indexes(Relation rel)
 				 ind->rd_index->indisunique && si->info->ii_Predicate == NIL &&
 				 keys->values[0] == shape.att[A2D_EVENT_ID])
 			shape.named[A2D_IX_EVENT_ID] = shape.nindexes;
-		else if (ok && si->oid == available &&
-				 a2_direct_available_index(rel, ind, si->info, shape.att))
-			shape.available = shape.nindexes;
+		else
+		{
+			for (int k = 0; ok && k < A2D_NREADS; k++)
+				if (si->oid == reads[k] &&
+					a2_direct_read_index(rel, ind, si->info, shape.att, k))
+					shape.reads[k] = shape.nindexes;
+		}
 		index_close(ind, NoLock);
 		shape.nindexes++;
 	}
@@ -472,17 +485,17 @@ readable_table(Relation rel)
 }
 
 bool
-a2_direct_open_available(A2DirectRead *r)
+a2_direct_open_read(A2DirectRead *r, A2DirectReadIndex which)
 {
 	r->rel = open_events(ACL_SELECT, AccessShareLock, readable_table);
 	if (r->rel == NULL)
 		return false;
-	if (shape.available < 0)
+	if (shape.reads[which] < 0)
 	{
 		table_close(r->rel, NoLock);
 		return false;
 	}
-	r->index = index_open(shape.indexes[shape.available].oid, AccessShareLock);
+	r->index = index_open(shape.indexes[shape.reads[which]].oid, AccessShareLock);
 	return true;
 }
 

@@ -5,8 +5,8 @@
  *	  for a write without the executor, its row built column by column,
  *	  and its index entries; opened for the walk's read of its index; the
  *	  statements' snapshot (docs/internals.md, "Direct writes").  For
- *	  direct_insert.c, direct_update.c, direct_walk.c and
- *	  direct_available.c only.
+ *	  direct_insert.c, direct_update.c, direct_walk.c,
+ *	  direct_queue_walk.c and direct_available.c only.
  *
  *	  a2_direct_open() answers false, with nothing open, wherever the
  *	  statement would do more than write a2_events' row and its index
@@ -99,10 +99,19 @@ typedef struct A2DirectTable
 extern bool a2_direct_open(A2DirectTable *t, AclMode privileges);
 extern void a2_direct_close(A2DirectTable *t);
 
+/* The indexes of a2_claim_next's walk a direct read reads. */
+typedef enum A2DirectReadIndex
+{
+	A2D_READ_DEFAULT_AVAILABLE, /* a2_events_default_available */
+	A2D_READ_QUEUE_AVAILABLE,	/* a2_events_queue_available */
+	A2D_READ_QUEUE_RETRY,		/* a2_events_queue_retry */
+	A2D_NREADS
+} A2DirectReadIndex;
+
 /*
- * a2_events and a2_events_default_available opened for a direct read
- * (direct_walk.c) by a caller who holds SELECT on the whole table, in
- * ACCESS SHARE mode as a SELECT takes them; false, with nothing open,
+ * a2_events and index `which` opened for a direct read (direct_walk.c,
+ * direct_queue_walk.c) by a caller who holds SELECT on the whole table,
+ * in ACCESS SHARE mode as a SELECT takes them; false, with nothing open,
  * where a direct write would answer false, where the table has row-level
  * security, or where the index is not the one a2 made.
  */
@@ -112,15 +121,15 @@ typedef struct A2DirectRead
 	Relation	index;
 } A2DirectRead;
 
-extern bool a2_direct_open_available(A2DirectRead *r);
+extern bool a2_direct_open_read(A2DirectRead *r, A2DirectReadIndex which);
 
 /*
  * Whether index `ind` of a2_events (`rel`; its IndexInfo `ii`, `att` the
- * attributes of the A2DirectColumn columns) is a2_events_default_available
- * as a2 makes it and valid (direct_available.c).
+ * attributes of the A2DirectColumn columns) is index `which` as a2 makes
+ * it, and valid (direct_available.c).
  */
-extern bool a2_direct_available_index(Relation rel, Relation ind, IndexInfo *ii,
-									  const AttrNumber *att);
+extern bool a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
+								 const AttrNumber *att, A2DirectReadIndex which);
 extern void a2_direct_close_read(A2DirectRead *r);
 
 /*

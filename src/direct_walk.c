@@ -35,6 +35,7 @@
 #include "access/skey.h"
 #include "access/tableam.h"
 #include "executor/tuptable.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
@@ -42,6 +43,7 @@
 
 #include "direct.h"
 #include "direct_shape.h"
+#include "limits.h"
 #include "pg_compat.h"
 
 /* COALESCE(claim_expires_at, GREATEST(not_before, created_at)) of the row */
@@ -97,12 +99,13 @@ text_column(TupleTableSlot *slot, A2DirectColumn col)
 }
 
 /*
- * The first entry within the keys whose row the active snapshot sees:
+ * The first entry within the keys whose row the active snapshot sees
+ * (and, with skip_held, whose concurrency key the call does not hold):
  * its time and, where asked, its session id and concurrency key.
  */
 static bool
-first_entry(A2DirectRead *r, ScanKey keys, int nkeys, int64 *at,
-			char **session, char **key)
+first_entry(A2DirectRead *r, ScanKey keys, int nkeys, bool skip_held,
+			int64 *at, char **session, char **key)
 {
 	IndexScanDesc scan;
 	TupleTableSlot *slot = table_slot_create(r->rel, NULL);
@@ -110,14 +113,19 @@ first_entry(A2DirectRead *r, ScanKey keys, int nkeys, int64 *at,
 
 	scan = a2_index_beginscan(r->rel, r->index, GetActiveSnapshot(), nkeys);
 	index_rescan(scan, keys, nkeys, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	if (found)
+	while ((found = index_getnext_slot(scan, ForwardScanDirection, slot)))
 	{
+		char	   *k = skip_held || key ? text_column(slot, A2D_CONCURRENCY_KEY) : NULL;
+
+		CHECK_FOR_INTERRUPTS();
+		if (skip_held && k != NULL && a2_limits_key_held(k))
+			continue;
 		*at = available_at(slot);
 		if (session)
 			*session = text_column(slot, A2D_SESSION_ID);
 		if (key)
-			*key = text_column(slot, A2D_CONCURRENCY_KEY);
+			*key = k;
+		break;
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
@@ -126,13 +134,13 @@ first_entry(A2DirectRead *r, ScanKey keys, int nkeys, int64 *at,
 
 int
 a2_direct_next_available(int64 now_ms, int64 *after_at, char **after_session,
-						 char **key)
+						 char **key, bool skip_held)
 {
 	A2DirectRead r;
 	ScanKeyData keys[2];
 	bool		found = false;
 
-	if (!a2_direct_open_available(&r))
+	if (!a2_direct_open_read(&r, A2D_READ_DEFAULT_AVAILABLE))
 		return -1;
 	a2_direct_push_snapshot(true);
 
@@ -147,14 +155,14 @@ a2_direct_next_available(int64 now_ms, int64 *after_at, char **after_session,
 		ScanKeyEntryInitialize(&keys[1], 0, 2, BTGreaterStrategyNumber, InvalidOid,
 							   r.index->rd_indcollation[1], F_TEXT_GT,
 							   CStringGetTextDatum(*after_session));
-		found = first_entry(&r, keys, 2, after_at, after_session, key);
+		found = first_entry(&r, keys, 2, skip_held, after_at, after_session, key);
 	}
 	if (!found)
 	{
 		time_key(&keys[0], (*after_session)[0] != '\0' ?
 				 BTGreaterStrategyNumber : BTGreaterEqualStrategyNumber, *after_at);
 		time_key(&keys[1], BTLessEqualStrategyNumber, now_ms);
-		found = first_entry(&r, keys, 2, after_at, after_session, key);
+		found = first_entry(&r, keys, 2, skip_held, after_at, after_session, key);
 	}
 	PopActiveSnapshot();
 	a2_direct_close_read(&r);
@@ -168,11 +176,11 @@ a2_direct_next_retry_at(int64 now_ms, int64 *at)
 	ScanKeyData key;
 	bool		found;
 
-	if (!a2_direct_open_available(&r))
+	if (!a2_direct_open_read(&r, A2D_READ_DEFAULT_AVAILABLE))
 		return -1;
 	a2_direct_push_snapshot(false);
 	time_key(&key, BTGreaterStrategyNumber, now_ms);
-	found = first_entry(&r, &key, 1, at, NULL, NULL);
+	found = first_entry(&r, &key, 1, false, at, NULL, NULL);
 	PopActiveSnapshot();
 	a2_direct_close_read(&r);
 	return found ? 1 : 0;

@@ -23,9 +23,9 @@
  *
  *	  Limits: the walk leaves out the events of every concurrency key
  *	  this call has found admits nothing more (limits.c keeps the call's
- *	  decisions): each statement filters them in its index scan, so such
- *	  an entry costs a step inside the statement, not a probe, a session
- *	  try-lock and a claim statement of its own.  In
+ *	  decisions): each probe (dispatch_probes.c) filters them in its index
+ *	  scan, so such an entry costs a step inside the probe, not a probe, a
+ *	  session try-lock and a claim of its own.  In
  *	  a2_events_queue_available the scan is index-only (the key is an
  *	  INCLUDE column), so the step visits the heap only where the page is
  *	  not all-visible.  A key is found
@@ -42,7 +42,8 @@
  *
  *	  Locks: none of its own; the caller's try_claim tries the session
  *	  lock (layer.h's order).  Every probe reads the latest committed
- *	  state (a2_exec_latest), as the layer's walk does.
+ *	  state (a2_exec_latest), as the layer's walk does; each is read
+ *	  directly where it may (dispatch_probes.h).
  *
  * IDENTIFICATION
  *	  src/dispatch_walk.c
@@ -54,7 +55,6 @@
 #include "access/genam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "storage/bufmgr.h"
@@ -62,196 +62,14 @@
 #include "utils/rel.h"
 
 #include "a2.h"
-#include "direct.h"
+#include "dispatch_probes.h"
 #include "dispatch_walk.h"
-#include "queues.h"
-#include "events.h"
 #include "extension.h"
+#include "queues.h"
 #include "layer.h"
 #include "limits.h"
 #include "spi_util.h"
-#include "statements.h"
 #include "walk_mark.h"
-
-#define QKEY A2_AVAILABLE_KEY
-#define QPRED A2_AVAILABLE_PRED " AND (e.queue IS NOT NULL OR e.priority IS NOT NULL)"
-#define QPRIO "COALESCE(e.priority, 0)"
-#define Q_NAMED "e.queue OPERATOR(pg_catalog.=) $1"
-#define Q_DEFAULT "e.queue IS NULL"
-
-/* above every priority (A2_MAX_PRIORITY): the probe for the top level */
-#define TOP_LEVEL 32768
-
-/*
- * The held keys' events are left out by the statement's filter: the index
- * scan steps over them to the next entry instead of the walk issuing one
- * probe, one session try-lock and one claim statement for each.
- */
-#define Q_UNHELD(held) \
-	"   AND (e.concurrency_key IS NULL" \
-	"        OR e.concurrency_key OPERATOR(pg_catalog.<>) ALL (" held "))"
-
-#define Q_NEXT_SQL(qcond, prio, now, after_at, after_session, held) \
-	"SELECT e.session_id, " QKEY " AS available_at, e.concurrency_key" \
-	"  FROM @extschema@.a2_events e" \
-	" WHERE " QPRED " AND " qcond " AND " QPRIO " OPERATOR(pg_catalog.=) " prio \
-	"   AND " QKEY " OPERATOR(pg_catalog.<=) " now \
-	"   AND (" QKEY ", e.session_id) OPERATOR(pg_catalog.>) (" after_at ", " after_session ")" \
-	Q_UNHELD(held) \
-	" ORDER BY " QKEY ", e.session_id LIMIT 1"
-
-/* the default queue's level 0: the layer's walk of a2_events_default_available, with the filter */
-#define P_NEXT_SQL \
-	"SELECT e.session_id, " QKEY " AS available_at, e.concurrency_key" \
-	"  FROM @extschema@.a2_events e" \
-	" WHERE " A2_AVAILABLE_PRED A2_AVAILABLE_PLAIN \
-	"   AND " QKEY " OPERATOR(pg_catalog.<=) $1" \
-	"   AND (" QKEY ", e.session_id) OPERATOR(pg_catalog.>) ($2, $3)" \
-	Q_UNHELD("$4") \
-	" ORDER BY " QKEY ", e.session_id LIMIT 1"
-
-#define Q_LEVEL_SQL(qcond, below) \
-	"SELECT " QPRIO " AS priority FROM @extschema@.a2_events e" \
-	" WHERE " QPRED " AND " qcond " AND " QPRIO " OPERATOR(pg_catalog.<) " below \
-	" ORDER BY " QPRIO " DESC LIMIT 1"
-
-#define Q_RETRY_SQL(qcond, prio, now) \
-	"SELECT " QKEY " AS available_at FROM @extschema@.a2_events e" \
-	" WHERE " QPRED " AND " qcond " AND " QPRIO " OPERATOR(pg_catalog.=) " prio \
-	"   AND " QKEY " OPERATOR(pg_catalog.>) " now \
-	" ORDER BY " QKEY " LIMIT 1"
-
-enum
-{
-	NEXT_SESSION_ID = 1,
-	NEXT_AVAILABLE_AT,
-	NEXT_CONCURRENCY_KEY
-};
-
-static A2Statement named_next = {
-	.name = "dispatch_walk.named_next",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_NEXT_SQL(Q_NAMED, "$2", "$3", "$4", "$5", "$6"))},
-	.nparams = 6,
-	.params = {A2_PARAM("queue", TEXTOID), A2_PARAM("priority", INT4OID),
-		A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),
-	A2_PARAM("after_session_id", TEXTOID), A2_PARAM("held_keys", TEXTARRAYOID)},
-	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
-};
-
-static A2Statement default_next = {
-	.name = "dispatch_walk.default_next",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_NEXT_SQL(Q_DEFAULT, "$1", "$2", "$3", "$4", "$5"))},
-	.nparams = 5,
-	.params = {A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID),
-		A2_PARAM("after_available_at", INT8OID), A2_PARAM("after_session_id", TEXTOID),
-	A2_PARAM("held_keys", TEXTARRAYOID)},
-	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
-};
-
-static A2Statement plain_next = {
-	.name = "dispatch_walk.plain_next",
-	.index = "a2_events_default_available", .index_since = A2_OBJECTS_0_4,
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, P_NEXT_SQL)},
-	.nparams = 4,
-	.params = {A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),
-		A2_PARAM("after_session_id", TEXTOID), A2_PARAM("held_keys", TEXTARRAYOID)},
-	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
-};
-
-static A2Statement named_level = {
-	.name = "dispatch_walk.named_level",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_LEVEL_SQL(Q_NAMED, "$2"))},
-	.nparams = 2,
-	.params = {A2_PARAM("queue", TEXTOID), A2_PARAM("below", INT4OID)},
-	.columns = A2_COLUMNS("priority")
-};
-
-static A2Statement default_level = {
-	.name = "dispatch_walk.default_level",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_LEVEL_SQL(Q_DEFAULT, "$1"))},
-	.nparams = 1,
-	.params = {A2_PARAM("below", INT4OID)},
-	.columns = A2_COLUMNS("priority")
-};
-
-static A2Statement named_retry = {
-	.name = "dispatch_walk.named_retry",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_RETRY_SQL(Q_NAMED, "$2", "$3"))},
-	.nparams = 3,
-	.params = {A2_PARAM("queue", TEXTOID), A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID)},
-	.columns = A2_COLUMNS("available_at")
-};
-
-static A2Statement default_retry = {
-	.name = "dispatch_walk.default_retry",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_RETRY_SQL(Q_DEFAULT, "$1", "$2"))},
-	.nparams = 2,
-	.params = {A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID)},
-	.columns = A2_COLUMNS("available_at")
-};
-
-/* the first available-since time after $1 of any queue (a2_events_queue_retry) */
-static A2Statement any_retry = {
-	.name = "dispatch_walk.any_retry",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
-					  "SELECT " QKEY " AS available_at FROM @extschema@.a2_events e"
-					  " WHERE " QPRED " AND " QKEY " OPERATOR(pg_catalog.>) $1"
-					  " ORDER BY " QKEY " LIMIT 1")},
-	.nparams = 1, .params = {A2_PARAM("now", INT8OID)},
-	.columns = A2_COLUMNS("available_at")
-};
-
-/*
- * The named queues with entries, last first (a loose index scan read
- * backwards): each probe ends on the queue's last entry, so it also gives
- * the queue's highest priority level, the level its cursor starts at.
- */
-#define PREV_QUEUE_SQL(bound) \
-	"SELECT e.queue, " QPRIO " AS priority FROM @extschema@.a2_events e" \
-	" WHERE " QPRED " AND " bound \
-	" ORDER BY e.queue DESC, " QPRIO " DESC LIMIT 1"
-
-enum
-{
-	PREV_QUEUE_QUEUE = 1,
-	PREV_QUEUE_PRIORITY
-};
-
-static A2Statement prev_queue = {
-	.name = "dispatch_walk.prev_queue",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, PREV_QUEUE_SQL("e.queue OPERATOR(pg_catalog.<) $1"))},
-	.nparams = 1, .params = {A2_PARAM("before_queue", TEXTOID)},
-	.columns = A2_COLUMNS("queue", "priority")
-};
-
-/*
- * A call for every queue starts with one statement: the paused queues,
- * the last named queue with entries and its top level (the first probe of
- * the backwards discovery), and the default queue's top level
- * (default_level's probe below TOP_LEVEL).
- */
-enum
-{
-	PROLOGUE_PAUSED = 1,
-	PROLOGUE_QUEUE,
-	PROLOGUE_PRIORITY,
-	PROLOGUE_DEFAULT_LEVEL
-};
-
-static A2Statement prologue = {
-	.name = "dispatch_walk.prologue",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
-					  "SELECT p.queues AS paused, l.queue, l.priority, d.priority AS default_level"
-					  "  FROM (" A2_PAUSED_QUEUES_SQL ") p"
-					  "  LEFT JOIN LATERAL (" PREV_QUEUE_SQL("e.queue IS NOT NULL") ") l ON true"
-					  "  LEFT JOIN LATERAL (" Q_LEVEL_SQL(Q_DEFAULT, CppAsString2(TOP_LEVEL)) ") d ON true")},
-	.nparams = 0,
-	.columns = A2_COLUMNS("paused", "queue", "priority", "default_level")
-};
-
-A2_STATEMENT_GROUP(dispatch_walk, &named_next, &default_next, &plain_next, &named_level,
-				   &default_level, &named_retry, &default_retry, &any_retry,
-				   &prev_queue, &prologue);
 
 /* ---- the walk ---------------------------------------------------------- */
 
@@ -274,30 +92,6 @@ typedef struct Cursor
 
 /* no transaction id when the call began (walk_mark.h) */
 static bool walk_clean;
-
-/* The highest level of the queue's non-plain entries below `below`. */
-static bool
-level_below(const char *queue, int32 below, int32 *level)
-{
-	A2Args		a;
-	bool		isnull;
-
-	if (queue)
-	{
-		a2_args_init(&a, &named_level);
-		a2_bind_text(&a, 1, queue);
-		a2_bind_int4(&a, 2, below);
-	}
-	else
-	{
-		a2_args_init(&a, &default_level);
-		a2_bind_int4(&a, 1, below);
-	}
-	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
-		return false;
-	*level = DatumGetInt32(a2_col(0, 1, &isnull));
-	return true;
-}
 
 /*
  * Move to `level`, the highest of the cursor's queue below `below` (not
@@ -323,13 +117,13 @@ set_level(Cursor *c, int32 below, bool found, int32 level)
 	c->level = level;
 }
 
-/* Move to the next level below the cursor's (below TOP_LEVEL at the start). */
+/* Move to the next level below the cursor's (below A2_TOP_LEVEL at the start). */
 static void
 next_level(Cursor *c, bool first)
 {
-	int32		below = first ? TOP_LEVEL : c->level;
+	int32		below = first ? A2_TOP_LEVEL : c->level;
 	int32		level = 0;
-	bool		found = level_below(c->queue, below, &level);
+	bool		found = a2_probe_level_below(c->queue, below, &level);
 
 	set_level(c, below, found, level);
 }
@@ -385,61 +179,17 @@ fetch_head(Cursor *c, int64 now_ms)
 {
 	while (!c->has_head && !c->done)
 	{
-		A2Args		a;
-		bool		found;
-		int			direct = -1;
-		char	   *key = NULL;
-
-		Datum		held = a2_limits_held_keys();
-
 		bool		first_plain = c->plain && !c->mark_read;
+		int64		at = c->after_at;
+		char	   *session = c->after_session;
+		char	   *key = NULL;
+		bool		found;
 
 		if (first_plain)
-			plain_start(c, held);
-		if (c->plain && empty_array(held) &&
-			(direct = a2_direct_next_available(now_ms, &c->after_at,
-											   &c->after_session, &key)) >= 0)
-		{
-			/* no filter: plain_next's rows, read directly (direct.h) */
-			found = direct > 0;
-			if (found)
-				take_head(c, c->after_at, c->after_session, key);
-		}
-		else if (c->plain)
-		{
-			a2_args_init(&a, &plain_next);
-			a2_bind_int8(&a, 1, now_ms);
-			a2_bind_int8(&a, 2, c->after_at);
-			a2_bind_text(&a, 3, c->after_session);
-			a2_bind(&a, 4, TEXTARRAYOID, held);
-		}
-		else if (c->queue)
-		{
-			a2_args_init(&a, &named_next);
-			a2_bind_text(&a, 1, c->queue);
-			a2_bind_int4(&a, 2, c->level);
-			a2_bind_int8(&a, 3, now_ms);
-			a2_bind_int8(&a, 4, c->after_at);
-			a2_bind_text(&a, 5, c->after_session);
-			a2_bind(&a, 6, TEXTARRAYOID, held);
-		}
-		else
-		{
-			a2_args_init(&a, &default_next);
-			a2_bind_int4(&a, 1, c->level);
-			a2_bind_int8(&a, 2, now_ms);
-			a2_bind_int8(&a, 3, c->after_at);
-			a2_bind_text(&a, 4, c->after_session);
-			a2_bind(&a, 5, TEXTARRAYOID, held);
-		}
-		if (direct < 0)
-		{
-			found = a2_exec_latest(&a, SPI_OK_SELECT) > 0;
-			if (found)
-				take_head(c, a2_col_int64(0, NEXT_AVAILABLE_AT),
-						  a2_col_text(0, NEXT_SESSION_ID),
-						  a2_col_text(0, NEXT_CONCURRENCY_KEY));
-		}
+			plain_start(c, a2_limits_held_keys());
+		found = a2_probe_head(c->queue, c->plain, c->level, now_ms, &at, &session, &key);
+		if (found)
+			take_head(c, at, session, key);
 		if (first_plain)
 			plain_seen(c, found, now_ms);
 		if (!found)
@@ -514,7 +264,7 @@ add_named(Cursor **cur, int *n, int *cap, char *queue, int32 level)
 	}
 	memset(&(*cur)[*n], 0, sizeof(Cursor));
 	(*cur)[*n].queue = queue;
-	set_level(&(*cur)[*n], TOP_LEVEL, true, level);
+	set_level(&(*cur)[*n], A2_TOP_LEVEL, true, level);
 	(*cur)[(*n)++].started = true;
 }
 
@@ -558,10 +308,9 @@ served_cursors(Datum queues, Datum *paused, bool *any_queued, int *count)
 	else
 	{
 		int			cap = 8;
-		A2Args		a;
-		bool		isnull;
 		bool		has_default;
 		int32		default_level;
+		int32		before_level = 0;
 		char	   *before;
 
 		cur = palloc0(sizeof(Cursor) * cap);
@@ -574,33 +323,20 @@ served_cursors(Datum queues, Datum *paused, bool *any_queued, int *count)
 			default_level = 0;
 		}
 		else
-		{
-			a2_args_init(&a, &prologue);
-			a2_exec_latest(&a, SPI_OK_SELECT);
-			*paused = PointerGetDatum(PG_DETOAST_DATUM_COPY(a2_col(0, PROLOGUE_PAUSED, &isnull)));
-			before = a2_col_text(0, PROLOGUE_QUEUE);
-			default_level = DatumGetInt32(a2_col(0, PROLOGUE_DEFAULT_LEVEL, &isnull));
-			has_default = !isnull;
-		}
+			a2_probe_prologue(paused, &before, &before_level, &has_default,
+							  &default_level);
 		*any_queued = before != NULL || has_default;
 		if (!in_array("default", *paused))
 		{
-			set_level(&cur[0], TOP_LEVEL, has_default, default_level);
+			set_level(&cur[0], A2_TOP_LEVEL, has_default, default_level);
 			cur[n++].started = true;
 		}
 		if (before && !in_array(before, *paused))
-			add_named(&cur, &n, &cap, before,
-					  DatumGetInt32(a2_col(0, PROLOGUE_PRIORITY, &isnull)));
-		while (before)
+			add_named(&cur, &n, &cap, before, before_level);
+		while (before && a2_probe_prev_queue(before, &before, &before_level))
 		{
-			a2_args_init(&a, &prev_queue);
-			a2_bind_text(&a, 1, before);
-			if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
-				break;
-			before = a2_col_text(0, PREV_QUEUE_QUEUE);
 			if (!in_array(before, *paused))
-				add_named(&cur, &n, &cap, before,
-						  DatumGetInt32(a2_col(0, PREV_QUEUE_PRIORITY, &isnull)));
+				add_named(&cur, &n, &cap, before, before_level);
 		}
 	}
 	for (int i = 0; i < n; i++)
@@ -658,38 +394,13 @@ cursor_retry(const char *queue, int64 now_ms, bool *has, int64 *at)
 	next_level(&c, true);
 	while (!c.done)
 	{
-		A2Args		a;
 		int64		t;
 
-		if (c.plain)
+		if (c.plain ? !plain_retry(now_ms, &t) :
+			!a2_probe_retry(queue, c.level, now_ms, &t))
 		{
-			if (!plain_retry(now_ms, &t))
-			{
-				next_level(&c, false);
-				continue;
-			}
-		}
-		else
-		{
-			if (queue)
-			{
-				a2_args_init(&a, &named_retry);
-				a2_bind_text(&a, 1, queue);
-				a2_bind_int4(&a, 2, c.level);
-				a2_bind_int8(&a, 3, now_ms);
-			}
-			else
-			{
-				a2_args_init(&a, &default_retry);
-				a2_bind_int4(&a, 1, c.level);
-				a2_bind_int8(&a, 2, now_ms);
-			}
-			if (a2_exec(&a, false, SPI_OK_SELECT) == 0)
-			{
-				next_level(&c, false);
-				continue;
-			}
-			t = a2_col_int64(0, 1);
+			next_level(&c, false);
+			continue;
 		}
 		if (!*has || t < *at)
 			*at = t;
@@ -767,14 +478,11 @@ a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms, int max_sessions,
 		 * a2_events_queue_available: the walk's claims of plain work add
 		 * nothing there.
 		 */
-		A2Args		a;
 		int64		t;
 
-		a2_args_init(&a, &any_retry);
-		a2_bind_int8(&a, 1, now_ms);
-		if (any_queued && a2_exec(&a, false, SPI_OK_SELECT) > 0)
+		if (any_queued && a2_probe_any_retry(now_ms, &t))
 		{
-			*retry_at = a2_col_int64(0, 1);
+			*retry_at = t;
 			*has_retry = true;
 		}
 		if (plain_retry(now_ms, &t) && (!*has_retry || t < *retry_at))

@@ -732,7 +732,8 @@ static bool
 local_next_available(int64 now_ms, int64 *after_at, char **after_session)
 {
 	A2Args		a;
-	int			direct = a2_direct_next_available(now_ms, after_at, after_session, NULL);
+	int			direct = a2_direct_next_available(now_ms, after_at, after_session, NULL,
+											  false);
 
 	if (direct >= 0)
 		return direct > 0;

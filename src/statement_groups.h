@@ -23,7 +23,7 @@
 	X(claim) \
 	X(limits) \
 	X(queues) \
-	X(dispatch_walk) \
+	X(dispatch_probes) \
 	X(renew) \
 	X(complete) \
 	X(fail) \

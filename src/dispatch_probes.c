@@ -1,0 +1,384 @@
+/*-------------------------------------------------------------------------
+ *
+ * dispatch_probes.c
+ *	  The index probes of a2_claim_next's walk over queues and priority
+ *	  levels (dispatch_probes.h): their statements, and the choice of a
+ *	  direct read (direct.h) where one may stand in for them.
+ *
+ *	  Each statement is an index-only scan of a2_events_queue_available
+ *	  (the plain level's, of a2_events_default_available; the retryAt of
+ *	  a call for every queue, of a2_events_queue_retry) with LIMIT 1.  The
+ *	  direct reads return the same row from the same snapshot; where the
+ *	  table has row-level security, or is not as a2 made it, or
+ *	  a2.direct_writes is off, the statement runs.
+ *
+ *	  The work of the concurrency keys this call has found admit nothing
+ *	  more (limits.c) is left out by each head probe's filter: the index
+ *	  scan steps over such an entry to the next, instead of the walk
+ *	  issuing one probe, one session try-lock and one claim statement for
+ *	  each.
+ *
+ *	  Locks: none beyond the ACCESS SHARE locks a SELECT takes.
+ *
+ * IDENTIFICATION
+ *	  src/dispatch_probes.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+
+#include "direct.h"
+#include "dispatch_probes.h"
+#include "layer.h"
+#include "limits.h"
+#include "queues.h"
+#include "spi_util.h"
+#include "statements.h"
+
+#define QKEY A2_AVAILABLE_KEY
+#define QPRED A2_AVAILABLE_PRED " AND (e.queue IS NOT NULL OR e.priority IS NOT NULL)"
+#define QPRIO "COALESCE(e.priority, 0)"
+#define Q_NAMED "e.queue OPERATOR(pg_catalog.=) $1"
+#define Q_DEFAULT "e.queue IS NULL"
+
+/*
+ * The held keys' events are left out by the statement's filter: the index
+ * scan steps over them to the next entry instead of the walk issuing one
+ * probe, one session try-lock and one claim statement for each.
+ */
+#define Q_UNHELD(held) \
+	"   AND (e.concurrency_key IS NULL" \
+	"        OR e.concurrency_key OPERATOR(pg_catalog.<>) ALL (" held "))"
+
+#define Q_NEXT_SQL(qcond, prio, now, after_at, after_session, held) \
+	"SELECT e.session_id, " QKEY " AS available_at, e.concurrency_key" \
+	"  FROM @extschema@.a2_events e" \
+	" WHERE " QPRED " AND " qcond " AND " QPRIO " OPERATOR(pg_catalog.=) " prio \
+	"   AND " QKEY " OPERATOR(pg_catalog.<=) " now \
+	"   AND (" QKEY ", e.session_id) OPERATOR(pg_catalog.>) (" after_at ", " after_session ")" \
+	Q_UNHELD(held) \
+	" ORDER BY " QKEY ", e.session_id LIMIT 1"
+
+/* the default queue's level 0: the layer's walk of a2_events_default_available, with the filter */
+#define P_NEXT_SQL \
+	"SELECT e.session_id, " QKEY " AS available_at, e.concurrency_key" \
+	"  FROM @extschema@.a2_events e" \
+	" WHERE " A2_AVAILABLE_PRED A2_AVAILABLE_PLAIN \
+	"   AND " QKEY " OPERATOR(pg_catalog.<=) $1" \
+	"   AND (" QKEY ", e.session_id) OPERATOR(pg_catalog.>) ($2, $3)" \
+	Q_UNHELD("$4") \
+	" ORDER BY " QKEY ", e.session_id LIMIT 1"
+
+#define Q_LEVEL_SQL(qcond, below) \
+	"SELECT " QPRIO " AS priority FROM @extschema@.a2_events e" \
+	" WHERE " QPRED " AND " qcond " AND " QPRIO " OPERATOR(pg_catalog.<) " below \
+	" ORDER BY " QPRIO " DESC LIMIT 1"
+
+#define Q_RETRY_SQL(qcond, prio, now) \
+	"SELECT " QKEY " AS available_at FROM @extschema@.a2_events e" \
+	" WHERE " QPRED " AND " qcond " AND " QPRIO " OPERATOR(pg_catalog.=) " prio \
+	"   AND " QKEY " OPERATOR(pg_catalog.>) " now \
+	" ORDER BY " QKEY " LIMIT 1"
+
+enum
+{
+	NEXT_SESSION_ID = 1,
+	NEXT_AVAILABLE_AT,
+	NEXT_CONCURRENCY_KEY
+};
+
+static A2Statement named_next = {
+	.name = "dispatch_walk.named_next",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_NEXT_SQL(Q_NAMED, "$2", "$3", "$4", "$5", "$6"))},
+	.nparams = 6,
+	.params = {A2_PARAM("queue", TEXTOID), A2_PARAM("priority", INT4OID),
+		A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),
+	A2_PARAM("after_session_id", TEXTOID), A2_PARAM("held_keys", TEXTARRAYOID)},
+	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
+};
+
+static A2Statement default_next = {
+	.name = "dispatch_walk.default_next",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_NEXT_SQL(Q_DEFAULT, "$1", "$2", "$3", "$4", "$5"))},
+	.nparams = 5,
+	.params = {A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID),
+		A2_PARAM("after_available_at", INT8OID), A2_PARAM("after_session_id", TEXTOID),
+	A2_PARAM("held_keys", TEXTARRAYOID)},
+	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
+};
+
+static A2Statement plain_next = {
+	.name = "dispatch_walk.plain_next",
+	.index = "a2_events_default_available", .index_since = A2_OBJECTS_0_4,
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, P_NEXT_SQL)},
+	.nparams = 4,
+	.params = {A2_PARAM("now", INT8OID), A2_PARAM("after_available_at", INT8OID),
+		A2_PARAM("after_session_id", TEXTOID), A2_PARAM("held_keys", TEXTARRAYOID)},
+	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
+};
+
+static A2Statement named_level = {
+	.name = "dispatch_walk.named_level",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_LEVEL_SQL(Q_NAMED, "$2"))},
+	.nparams = 2,
+	.params = {A2_PARAM("queue", TEXTOID), A2_PARAM("below", INT4OID)},
+	.columns = A2_COLUMNS("priority")
+};
+
+static A2Statement default_level = {
+	.name = "dispatch_walk.default_level",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_LEVEL_SQL(Q_DEFAULT, "$1"))},
+	.nparams = 1,
+	.params = {A2_PARAM("below", INT4OID)},
+	.columns = A2_COLUMNS("priority")
+};
+
+static A2Statement named_retry = {
+	.name = "dispatch_walk.named_retry",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_RETRY_SQL(Q_NAMED, "$2", "$3"))},
+	.nparams = 3,
+	.params = {A2_PARAM("queue", TEXTOID), A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID)},
+	.columns = A2_COLUMNS("available_at")
+};
+
+static A2Statement default_retry = {
+	.name = "dispatch_walk.default_retry",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_RETRY_SQL(Q_DEFAULT, "$1", "$2"))},
+	.nparams = 2,
+	.params = {A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID)},
+	.columns = A2_COLUMNS("available_at")
+};
+
+/* the first available-since time after $1 of any queue (a2_events_queue_retry) */
+static A2Statement any_retry = {
+	.name = "dispatch_walk.any_retry",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+					  "SELECT " QKEY " AS available_at FROM @extschema@.a2_events e"
+					  " WHERE " QPRED " AND " QKEY " OPERATOR(pg_catalog.>) $1"
+					  " ORDER BY " QKEY " LIMIT 1")},
+	.nparams = 1, .params = {A2_PARAM("now", INT8OID)},
+	.columns = A2_COLUMNS("available_at")
+};
+
+/*
+ * The named queues with entries, last first (a loose index scan read
+ * backwards): each probe ends on the queue's last entry, so it also gives
+ * the queue's highest priority level, the level its cursor starts at.
+ */
+#define PREV_QUEUE_SQL(bound) \
+	"SELECT e.queue, " QPRIO " AS priority FROM @extschema@.a2_events e" \
+	" WHERE " QPRED " AND " bound \
+	" ORDER BY e.queue DESC, " QPRIO " DESC LIMIT 1"
+
+enum
+{
+	PREV_QUEUE_QUEUE = 1,
+	PREV_QUEUE_PRIORITY
+};
+
+static A2Statement prev_queue = {
+	.name = "dispatch_walk.prev_queue",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, PREV_QUEUE_SQL("e.queue OPERATOR(pg_catalog.<) $1"))},
+	.nparams = 1, .params = {A2_PARAM("before_queue", TEXTOID)},
+	.columns = A2_COLUMNS("queue", "priority")
+};
+
+/*
+ * A call for every queue starts with one statement: the paused queues,
+ * the last named queue with entries and its top level (the first probe of
+ * the backwards discovery), and the default queue's top level
+ * (default_level's probe below A2_TOP_LEVEL).
+ */
+enum
+{
+	PROLOGUE_PAUSED = 1,
+	PROLOGUE_QUEUE,
+	PROLOGUE_PRIORITY,
+	PROLOGUE_DEFAULT_LEVEL
+};
+
+static A2Statement prologue = {
+	.name = "dispatch_walk.prologue",
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+					  "SELECT p.queues AS paused, l.queue, l.priority, d.priority AS default_level"
+					  "  FROM (" A2_PAUSED_QUEUES_SQL ") p"
+					  "  LEFT JOIN LATERAL (" PREV_QUEUE_SQL("e.queue IS NOT NULL") ") l ON true"
+					  "  LEFT JOIN LATERAL (" Q_LEVEL_SQL(Q_DEFAULT, CppAsString2(A2_TOP_LEVEL)) ") d ON true")},
+	.nparams = 0,
+	.columns = A2_COLUMNS("paused", "queue", "priority", "default_level")
+};
+
+A2_STATEMENT_GROUP(dispatch_probes, &named_next, &default_next, &plain_next, &named_level,
+				   &default_level, &named_retry, &default_retry, &any_retry,
+				   &prev_queue, &prologue);
+
+
+/* ---- the probes -------------------------------------------------------- */
+
+bool
+a2_probe_head(const char *queue, bool plain, int32 level, int64 now_ms,
+			  int64 *after_at, char **after_session, char **key)
+{
+	A2Args		a;
+	Datum		held;
+	int			direct;
+
+	direct = plain ?
+		a2_direct_next_available(now_ms, after_at, after_session, key, true) :
+		a2_direct_queue_next(queue, level, now_ms, after_at, after_session, key);
+	if (direct >= 0)
+		return direct > 0;
+
+	held = a2_limits_held_keys();
+	if (plain)
+	{
+		a2_args_init(&a, &plain_next);
+		a2_bind_int8(&a, 1, now_ms);
+		a2_bind_int8(&a, 2, *after_at);
+		a2_bind_text(&a, 3, *after_session);
+		a2_bind(&a, 4, TEXTARRAYOID, held);
+	}
+	else if (queue)
+	{
+		a2_args_init(&a, &named_next);
+		a2_bind_text(&a, 1, queue);
+		a2_bind_int4(&a, 2, level);
+		a2_bind_int8(&a, 3, now_ms);
+		a2_bind_int8(&a, 4, *after_at);
+		a2_bind_text(&a, 5, *after_session);
+		a2_bind(&a, 6, TEXTARRAYOID, held);
+	}
+	else
+	{
+		a2_args_init(&a, &default_next);
+		a2_bind_int4(&a, 1, level);
+		a2_bind_int8(&a, 2, now_ms);
+		a2_bind_int8(&a, 3, *after_at);
+		a2_bind_text(&a, 4, *after_session);
+		a2_bind(&a, 5, TEXTARRAYOID, held);
+	}
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
+		return false;
+	*after_at = a2_col_int64(0, NEXT_AVAILABLE_AT);
+	*after_session = a2_col_text(0, NEXT_SESSION_ID);
+	*key = a2_col_text(0, NEXT_CONCURRENCY_KEY);
+	return true;
+}
+
+bool
+a2_probe_level_below(const char *queue, int32 below, int32 *level)
+{
+	A2Args		a;
+	bool		isnull;
+	int			direct = a2_direct_queue_level(queue, below, level);
+
+	if (direct >= 0)
+		return direct > 0;
+	if (queue)
+	{
+		a2_args_init(&a, &named_level);
+		a2_bind_text(&a, 1, queue);
+		a2_bind_int4(&a, 2, below);
+	}
+	else
+	{
+		a2_args_init(&a, &default_level);
+		a2_bind_int4(&a, 1, below);
+	}
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
+		return false;
+	*level = DatumGetInt32(a2_col(0, 1, &isnull));
+	return true;
+}
+
+bool
+a2_probe_retry(const char *queue, int32 level, int64 now_ms, int64 *at)
+{
+	A2Args		a;
+	int			direct = a2_direct_queue_retry(queue, level, now_ms, at);
+
+	if (direct >= 0)
+		return direct > 0;
+	if (queue)
+	{
+		a2_args_init(&a, &named_retry);
+		a2_bind_text(&a, 1, queue);
+		a2_bind_int4(&a, 2, level);
+		a2_bind_int8(&a, 3, now_ms);
+	}
+	else
+	{
+		a2_args_init(&a, &default_retry);
+		a2_bind_int4(&a, 1, level);
+		a2_bind_int8(&a, 2, now_ms);
+	}
+	if (a2_exec(&a, false, SPI_OK_SELECT) == 0)
+		return false;
+	*at = a2_col_int64(0, 1);
+	return true;
+}
+
+bool
+a2_probe_any_retry(int64 now_ms, int64 *at)
+{
+	A2Args		a;
+	int			direct = a2_direct_queue_any_retry(now_ms, at);
+
+	if (direct >= 0)
+		return direct > 0;
+	a2_args_init(&a, &any_retry);
+	a2_bind_int8(&a, 1, now_ms);
+	if (a2_exec(&a, false, SPI_OK_SELECT) == 0)
+		return false;
+	*at = a2_col_int64(0, 1);
+	return true;
+}
+
+bool
+a2_probe_prev_queue(const char *before, char **queue, int32 *level)
+{
+	A2Args		a;
+	bool		isnull;
+	int			direct = a2_direct_queue_prev(before, queue, level);
+
+	if (direct >= 0)
+		return direct > 0;
+	a2_args_init(&a, &prev_queue);
+	a2_bind_text(&a, 1, before);
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
+		return false;
+	*queue = a2_col_text(0, PREV_QUEUE_QUEUE);
+	*level = DatumGetInt32(a2_col(0, PREV_QUEUE_PRIORITY, &isnull));
+	return true;
+}
+
+void
+a2_probe_prologue(Datum *paused, char **last, int32 *last_level,
+				  bool *has_default, int32 *default_level)
+{
+	A2Args		a;
+	bool		isnull;
+	int			direct = a2_direct_queue_prev(NULL, last, last_level);
+
+	if (direct >= 0)
+	{
+		/* the three parts read one by one, each from the latest state */
+		if (direct == 0)
+			*last = NULL;
+		*paused = a2_paused_queues();
+		*has_default = a2_probe_level_below(NULL, A2_TOP_LEVEL, default_level);
+		return;
+	}
+	a2_args_init(&a, &prologue);
+	a2_exec_latest(&a, SPI_OK_SELECT);
+	*paused = PointerGetDatum(PG_DETOAST_DATUM_COPY(a2_col(0, PROLOGUE_PAUSED, &isnull)));
+	*last = a2_col_text(0, PROLOGUE_QUEUE);
+	*last_level = DatumGetInt32(a2_col(0, PROLOGUE_PRIORITY, &isnull));
+	*default_level = DatumGetInt32(a2_col(0, PROLOGUE_DEFAULT_LEVEL, &isnull));
+	*has_default = !isnull;
+}
