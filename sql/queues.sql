@@ -272,29 +272,20 @@ SELECT a2_limits_changed();
 SELECT tgname, tgtype FROM pg_trigger WHERE tgrelid = 'a2_limits'::regclass;
 
 --
--- 9. The walk of one queue reads that queue's entries only: its probes
--- are index-only scans of a2_events_queue_available led by the queue.
+-- 9. The walk's indexes.  A call for some queues reads each one's levels
+-- in a2_events_queue_available, led by the queue, so it reads that
+-- queue's entries only; a call for every queue reads each level of all
+-- queues at once in a2_events_level_available, led by the priority.  The
+-- concurrency key (and there the queue) is included, so the walk leaves
+-- out held keys' (and paused queues') entries without visiting their rows.
+-- Each probe's statement reads its index by name (test/pgtap/walk_plans.sql).
 --
-BEGIN;
-SET LOCAL plan_cache_mode = force_generic_plan;
-PREPARE qwalk(text, int, bigint, bigint, text, text[]) AS
-  SELECT e.session_id, COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)),
-         e.concurrency_key
-    FROM a2_events e
-   WHERE e.lane_ready AND e.processed_at IS NULL AND e.failed_at IS NULL
-     AND (e.queue IS NOT NULL OR e.priority IS NOT NULL)
-     AND e.queue = $1 AND COALESCE(e.priority, 0) = $2
-     AND COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)) <= $3
-     AND (COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)), e.session_id) > ($4, $5)
-     AND (e.concurrency_key IS NULL OR e.concurrency_key <> ALL ($6))
-   ORDER BY COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)), e.session_id
-   LIMIT 1;
--- the held keys are a filter of the same index-only scan: one statement
--- steps over their entries, and the key is an INCLUDE column, so an
--- all-visible page's entries cost no heap visit (src/dispatch_walk.c)
-EXPLAIN (COSTS OFF) EXECUTE qwalk('jobs', 0, 0, 0, '', '{}');
-DEALLOCATE qwalk;
-ROLLBACK;
+SELECT c.relname, pg_get_indexdef(c.oid) AS definition
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+ WHERE i.indrelid = 'a2_events'::regclass
+   AND c.relname IN ('a2_events_default_available', 'a2_events_queue_available',
+					 'a2_events_level_available', 'a2_events_queue_retry')
+ ORDER BY c.relname;
 
 --
 -- 10. Work a key's limit holds back: once a call finds a key admits

@@ -124,8 +124,7 @@ extern int	a2_direct_next_retry_at(int64 now_ms, int64 *at);
  * queue NULL: the default queue.  queue_next, as next_available with
  * skip_held, at one level of one queue; queue_level, the highest level
  * below `below`; queue_retry, the first available-since time after now
- * at one level; queue_prev, the named queue last before `before` (NULL:
- * the last of all) and its highest level; queue_any_retry, the first
+ * at one level; queue_any_retry, the first
  * available-since time after now of every queue and level.
  */
 extern int	a2_direct_queue_next(const char *queue, int32 level, int64 now_ms,
@@ -133,7 +132,17 @@ extern int	a2_direct_queue_next(const char *queue, int32 level, int64 now_ms,
 extern int	a2_direct_queue_level(const char *queue, int32 below, int32 *level);
 extern int	a2_direct_queue_retry(const char *queue, int32 level, int64 now_ms,
 								  int64 *at);
-extern int	a2_direct_queue_prev(const char *before, char **queue, int32 *level);
 extern int	a2_direct_queue_any_retry(int64 now_ms, int64 *at);
+
+/*
+ * The same for a call for every queue, over a2_events_level_available
+ * (all queues' entries led by the level): level_next, as queue_next at
+ * one level of every queue, the work of the `paused` queues ("default":
+ * the default queue) left out too; level_below, as queue_level.
+ */
+extern int	a2_direct_level_next(int32 level, int64 now_ms, const char *const *paused,
+								 int npaused, int64 *after_at, char **after_session,
+								 char **key);
+extern int	a2_direct_level_below(int32 below, int32 *level);
 
 #endif							/* A2_DIRECT_H */

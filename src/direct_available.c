@@ -14,6 +14,9 @@
  *	    predicate lane_ready AND processed_at IS NULL AND failed_at IS
  *	    NULL AND (queue IS NOT NULL OR priority IS NOT NULL);
  *	  - a2_events_queue_retry: keyed (A), the same predicate;
+ *	  - a2_events_level_available: keyed (COALESCE(priority, 0), A,
+ *	    session_id), queue and concurrency_key its INCLUDE columns, the
+ *	    same predicate;
  *
  *	  where A is COALESCE(claim_expires_at, GREATEST(not_before,
  *	  created_at)).  Each is valid, and orders every key column as an
@@ -201,6 +204,20 @@ a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
 				default_ordering(rel, ind, INT4OID, 1) &&
 				default_ordering(rel, ind, INT8OID, 2) &&
 				default_ordering(rel, ind, TEXTOID, 3) &&
+				is_priority(linitial(exprs), att) &&
+				is_available_at(lsecond(exprs), att) &&
+				walk_predicate(ii, att, true);
+		case A2D_READ_LEVEL_AVAILABLE:
+			return nkeys == 3 && ind->rd_index->indnatts == 5 &&
+				list_length(exprs) == 2 &&
+				ind->rd_index->indkey.values[0] == 0 &&
+				ind->rd_index->indkey.values[1] == 0 &&
+				key_column(ind, 2, att, A2D_SESSION_ID) &&
+				key_column(ind, 3, att, A2D_QUEUE) &&
+				key_column(ind, 4, att, A2D_CONCURRENCY_KEY) &&
+				default_ordering(rel, ind, INT4OID, 0) &&
+				default_ordering(rel, ind, INT8OID, 1) &&
+				default_ordering(rel, ind, TEXTOID, 2) &&
 				is_priority(linitial(exprs), att) &&
 				is_available_at(lsecond(exprs), att) &&
 				walk_predicate(ii, att, true);

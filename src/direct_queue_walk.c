@@ -5,7 +5,8 @@
  *	  (dispatch_probes.c's statements) read without the executor
  *	  (docs/internals.md, "Direct writes"): a2_events_queue_available,
  *	  keyed (queue, COALESCE(priority, 0), available-since, session_id)
- *	  and including the concurrency key, and a2_events_queue_retry.
+ *	  and including the concurrency key; a2_events_level_available, the
+ *	  same keys less the queue, which it includes; a2_events_queue_retry.
  *
  *	  Each is an ordered scan of the index with the statement's bounds as
  *	  scan keys, read as the statement's index-only scan reads it: an
@@ -14,7 +15,8 @@
  *	  (else the page gets the predicate lock a visit would have taken
  *	  under SERIALIZABLE).  The first entry whose row the statement's
  *	  snapshot sees is the answer, where the walk leaves out the work of
- *	  the keys held in the call (the statements' filter) before any visit.
+ *	  the keys held in the call, and of the paused queues in a call for
+ *	  every queue (the statements' filters), before any visit.
  *
  *	  Snapshots: as direct_walk.c's (a2_direct_push_snapshot): the
  *	  latest committed state for the walk's probes (a2_exec_latest), the
@@ -116,34 +118,66 @@ int8_key(Keys *keys, AttrNumber att, StrategyNumber strategy, int64 value)
 	add_key(keys, 0, att, strategy, InvalidOid, proc, Int64GetDatum(value));
 }
 
-/* The entry's concurrency key is one the call holds (limits.h). */
+/*
+ * Text attribute `att` of the index tuple into buf (A2_MAX_NAME_BYTES + 1
+ * bytes): false when null or longer than any name a2 stores.
+ */
 static bool
-held(IndexTuple itup, TupleDesc desc)
+name_attr(IndexTuple itup, TupleDesc desc, int att, char *buf)
 {
 	bool		isnull;
-	Datum		d = index_getattr(itup, QA_CONCURRENCY_KEY, desc, &isnull);
+	Datum		d = index_getattr(itup, att, desc, &isnull);
 	text	   *t;
 	int			len;
-	char		buf[A2_MAX_NAME_BYTES + 1];
 
 	if (isnull)
 		return false;
 	t = DatumGetTextPP(d);
 	len = VARSIZE_ANY_EXHDR(t);
 	if (len > A2_MAX_NAME_BYTES)
-		return false;			/* never held: longer than any key a limit names */
+		return false;
 	memcpy(buf, VARDATA_ANY(t), len);
 	buf[len] = '\0';
-	return a2_limits_key_held(buf);
+	return true;
+}
+
+/* What a probe leaves out: the entries whose concurrency key the call holds (limits.h) ... */
+typedef struct Skip
+{
+	int			key_att;		/* the concurrency key's attribute, 0: none left out */
+	int			queue_att;		/* the queue's attribute, 0: no queue left out */
+	const char *const *paused;	/* ... and those of these queues ("default": NULL) */
+	int			npaused;
+} Skip;
+
+static bool
+skipped(const Skip *skip, IndexTuple itup, TupleDesc desc)
+{
+	char		buf[A2_MAX_NAME_BYTES + 1];
+
+	if (skip == NULL)
+		return false;
+	if (skip->key_att > 0 && name_attr(itup, desc, skip->key_att, buf) &&
+		a2_limits_key_held(buf))
+		return true;
+	if (skip->queue_att > 0 && skip->npaused > 0)
+	{
+		const char *queue = name_attr(itup, desc, skip->queue_att, buf) ? buf : "default";
+
+		for (int i = 0; i < skip->npaused; i++)
+			if (strcmp(skip->paused[i], queue) == 0)
+				return true;
+	}
+	return false;
 }
 
 /*
  * The first entry within `keys`, read in `dir`, whose row the active
- * snapshot sees (and, with skip_held, whose concurrency key the call
- * does not hold): its first `natts` columns copied into values/isnull.
+ * snapshot sees and that `skip` does not leave out: its first `natts`
+ * columns copied into values/isnull.
  */
 static bool
-first_visible(A2DirectRead *r, Keys *keys, ScanDirection dir, bool skip_held,
+first_visible(A2DirectRead *r, Keys *keys, ScanDirection dir, const Skip *skip,
 			  int natts, Datum *values, bool *isnull)
 {
 	Snapshot	snapshot = GetActiveSnapshot();
@@ -161,7 +195,7 @@ first_visible(A2DirectRead *r, Keys *keys, ScanDirection dir, bool skip_held,
 		BlockNumber block = ItemPointerGetBlockNumber(tid);
 
 		CHECK_FOR_INTERRUPTS();
-		if (skip_held && held(scan->xs_itup, scan->xs_itupdesc))
+		if (skipped(skip, scan->xs_itup, scan->xs_itupdesc))
 			continue;
 		if (VM_ALL_VISIBLE(r->rel, block, &vmbuffer))
 			PredicateLockPage(r->rel, block, snapshot);
@@ -196,7 +230,7 @@ first_visible(A2DirectRead *r, Keys *keys, ScanDirection dir, bool skip_held,
 static int
 probe(A2DirectReadIndex which, bool latest,
 	  void (*build) (Keys *keys, Relation index, const void *arg), const void *arg,
-	  ScanDirection dir, bool skip_held, int natts, Datum *values, bool *isnull)
+	  ScanDirection dir, const Skip *skip, int natts, Datum *values, bool *isnull)
 {
 	A2DirectRead r;
 	Keys		keys;
@@ -207,7 +241,7 @@ probe(A2DirectReadIndex which, bool latest,
 	a2_direct_push_snapshot(latest);
 	keys.n = 0;
 	build(&keys, r.index, arg);
-	found = first_visible(&r, &keys, dir, skip_held, natts, values, isnull);
+	found = first_visible(&r, &keys, dir, skip, natts, values, isnull);
 	PopActiveSnapshot();
 	a2_direct_close_read(&r);
 	return found ? 1 : 0;
@@ -215,8 +249,11 @@ probe(A2DirectReadIndex which, bool latest,
 
 /* ---- the probes ---------------------------------------------------------- */
 
+static const Skip held_keys = {QA_CONCURRENCY_KEY, 0, NULL, 0};
+
 typedef struct Bounds
 {
+	bool		all_queues;		/* a2_events_level_available: no queue column */
 	const char *queue;
 	int32		level;
 	int64		now_ms;
@@ -225,52 +262,69 @@ typedef struct Bounds
 	bool		rest_of_time;	/* the rest of after_at's entries, else the later times */
 } Bounds;
 
+/*
+ * The level's keys: queue (unless all_queues) and priority, then the
+ * position's; a2_events_level_available's columns are the queue index's
+ * less the first.
+ */
 static void
 next_keys(Keys *keys, Relation index, const void *arg)
 {
 	const Bounds *b = arg;
+	int			shift = b->all_queues ? 1 : 0;
+	AttrNumber	session = QA_SESSION_ID - shift;
 
-	queue_key(keys, index, b->queue);
-	add_key(keys, 0, QA_PRIORITY, BTEqualStrategyNumber, InvalidOid, F_INT4EQ,
+	if (!b->all_queues)
+		queue_key(keys, index, b->queue);
+	add_key(keys, 0, QA_PRIORITY - shift, BTEqualStrategyNumber, InvalidOid, F_INT4EQ,
 			Int32GetDatum(b->level));
 	if (b->rest_of_time)
 	{
-		int8_key(keys, QA_AVAILABLE_AT, BTEqualStrategyNumber, b->after_at);
-		add_key(keys, 0, QA_SESSION_ID, BTGreaterStrategyNumber,
-				index->rd_indcollation[QA_SESSION_ID - 1], F_TEXT_GT,
+		int8_key(keys, QA_AVAILABLE_AT - shift, BTEqualStrategyNumber, b->after_at);
+		add_key(keys, 0, session, BTGreaterStrategyNumber,
+				index->rd_indcollation[session - 1], F_TEXT_GT,
 				CStringGetTextDatum(b->after_session));
 	}
 	else
 	{
-		int8_key(keys, QA_AVAILABLE_AT, b->after_session[0] != '\0' ?
+		int8_key(keys, QA_AVAILABLE_AT - shift, b->after_session[0] != '\0' ?
 				 BTGreaterStrategyNumber : BTGreaterEqualStrategyNumber, b->after_at);
-		int8_key(keys, QA_AVAILABLE_AT, BTLessEqualStrategyNumber, b->now_ms);
+		int8_key(keys, QA_AVAILABLE_AT - shift, BTLessEqualStrategyNumber, b->now_ms);
 	}
+}
+
+/*
+ * The next head after (*after_at, *after_session) within `b`'s level, in
+ * index `which`, as a2_direct_next_available reads it: the rest of
+ * after_at's entries, then the times after it.  v/n: the entry's first
+ * `natts` columns.
+ */
+static int
+next_head(A2DirectReadIndex which, Bounds *b, const Skip *skip, int natts,
+		  Datum *v, bool *n)
+{
+	int			found = 0;
+
+	if (b->after_session[0] != '\0' && b->after_at <= b->now_ms)
+	{
+		b->rest_of_time = true;
+		found = probe(which, true, next_keys, b, ForwardScanDirection, skip, natts, v, n);
+		b->rest_of_time = false;
+	}
+	if (found == 0)
+		found = probe(which, true, next_keys, b, ForwardScanDirection, skip, natts, v, n);
+	return found;
 }
 
 int
 a2_direct_queue_next(const char *queue, int32 level, int64 now_ms,
 					 int64 *after_at, char **after_session, char **key)
 {
-	Bounds		b = {queue, level, now_ms, *after_at, *after_session, false};
+	Bounds		b = {false, queue, level, now_ms, *after_at, *after_session, false};
 	Datum		v[QA_NATTS];
 	bool		n[QA_NATTS];
-	int			found = 0;
+	int			found = next_head(A2D_READ_QUEUE_AVAILABLE, &b, &held_keys, QA_NATTS, v, n);
 
-	/*
-	 * (time, session) > (after_at, after_session), as direct_walk.c reads
-	 * it: the rest of after_at's entries, then the times after it.
-	 */
-	if (b.after_session[0] != '\0' && b.after_at <= now_ms)
-	{
-		b.rest_of_time = true;
-		found = probe(A2D_READ_QUEUE_AVAILABLE, true, next_keys, &b,
-					  ForwardScanDirection, true, QA_NATTS, v, n);
-		b.rest_of_time = false;
-	}
-	if (found == 0)
-		found = probe(A2D_READ_QUEUE_AVAILABLE, true, next_keys, &b,
-					  ForwardScanDirection, true, QA_NATTS, v, n);
 	if (found > 0)
 	{
 		*after_at = DatumGetInt64(v[QA_AVAILABLE_AT - 1]);
@@ -286,9 +340,10 @@ level_keys(Keys *keys, Relation index, const void *arg)
 {
 	const Bounds *b = arg;
 
-	queue_key(keys, index, b->queue);
-	add_key(keys, 0, QA_PRIORITY, BTLessStrategyNumber, InvalidOid, F_INT4LT,
-			Int32GetDatum(b->level));
+	if (!b->all_queues)
+		queue_key(keys, index, b->queue);
+	add_key(keys, 0, b->all_queues ? QA_PRIORITY - 1 : QA_PRIORITY,
+			BTLessStrategyNumber, InvalidOid, F_INT4LT, Int32GetDatum(b->level));
 }
 
 int
@@ -300,7 +355,7 @@ a2_direct_queue_level(const char *queue, int32 below, int32 *level)
 	int			found;
 
 	found = probe(A2D_READ_QUEUE_AVAILABLE, true, level_keys, &b,
-				  BackwardScanDirection, false, QA_PRIORITY, v, n);
+				  BackwardScanDirection, NULL, QA_PRIORITY, v, n);
 	if (found > 0)
 		*level = DatumGetInt32(v[QA_PRIORITY - 1]);
 	return found;
@@ -326,40 +381,9 @@ a2_direct_queue_retry(const char *queue, int32 level, int64 now_ms, int64 *at)
 	int			found;
 
 	found = probe(A2D_READ_QUEUE_AVAILABLE, false, retry_keys, &b,
-				  ForwardScanDirection, false, QA_AVAILABLE_AT, v, n);
+				  ForwardScanDirection, NULL, QA_AVAILABLE_AT, v, n);
 	if (found > 0)
 		*at = DatumGetInt64(v[QA_AVAILABLE_AT - 1]);
-	return found;
-}
-
-static void
-prev_keys(Keys *keys, Relation index, const void *arg)
-{
-	const char *before = arg;
-
-	if (before == NULL)
-		add_key(keys, SK_ISNULL | SK_SEARCHNOTNULL, QA_QUEUE, InvalidStrategy,
-				InvalidOid, InvalidOid, (Datum) 0);
-	else
-		add_key(keys, 0, QA_QUEUE, BTLessStrategyNumber,
-				index->rd_indcollation[QA_QUEUE - 1], F_TEXT_LT,
-				CStringGetTextDatum(before));
-}
-
-int
-a2_direct_queue_prev(const char *before, char **queue, int32 *level)
-{
-	Datum		v[QA_PRIORITY];
-	bool		n[QA_PRIORITY];
-	int			found;
-
-	found = probe(A2D_READ_QUEUE_AVAILABLE, true, prev_keys, before,
-				  BackwardScanDirection, false, QA_PRIORITY, v, n);
-	if (found > 0)
-	{
-		*queue = TextDatumGetCString(v[QA_QUEUE - 1]);
-		*level = DatumGetInt32(v[QA_PRIORITY - 1]);
-	}
 	return found;
 }
 
@@ -377,8 +401,56 @@ a2_direct_queue_any_retry(int64 now_ms, int64 *at)
 	int			found;
 
 	found = probe(A2D_READ_QUEUE_RETRY, false, after_now_keys, &now_ms,
-				  ForwardScanDirection, false, 1, v, n);
+				  ForwardScanDirection, NULL, 1, v, n);
 	if (found > 0)
 		*at = DatumGetInt64(v[0]);
+	return found;
+}
+
+/* ---- a call for every queue: a2_events_level_available -------------------- */
+
+/* its columns, as its index tuples hold them */
+enum
+{
+	LA_PRIORITY = 1,			/* COALESCE(priority, 0) */
+	LA_AVAILABLE_AT,
+	LA_SESSION_ID,
+	LA_QUEUE,					/* the INCLUDE columns */
+	LA_CONCURRENCY_KEY,
+	LA_NATTS = LA_CONCURRENCY_KEY
+};
+
+int
+a2_direct_level_next(int32 level, int64 now_ms, const char *const *paused,
+					 int npaused, int64 *after_at, char **after_session, char **key)
+{
+	Bounds		b = {true, NULL, level, now_ms, *after_at, *after_session, false};
+	Skip		skip = {LA_CONCURRENCY_KEY, LA_QUEUE, paused, npaused};
+	Datum		v[LA_NATTS];
+	bool		n[LA_NATTS];
+	int			found = next_head(A2D_READ_LEVEL_AVAILABLE, &b, &skip, LA_NATTS, v, n);
+
+	if (found > 0)
+	{
+		*after_at = DatumGetInt64(v[LA_AVAILABLE_AT - 1]);
+		*after_session = TextDatumGetCString(v[LA_SESSION_ID - 1]);
+		*key = n[LA_CONCURRENCY_KEY - 1] ? NULL :
+			TextDatumGetCString(v[LA_CONCURRENCY_KEY - 1]);
+	}
+	return found;
+}
+
+int
+a2_direct_level_below(int32 below, int32 *level)
+{
+	Bounds		b = {.all_queues = true, .level = below};
+	Datum		v[LA_PRIORITY];
+	bool		n[LA_PRIORITY];
+	int			found;
+
+	found = probe(A2D_READ_LEVEL_AVAILABLE, true, level_keys, &b,
+				  BackwardScanDirection, NULL, LA_PRIORITY, v, n);
+	if (found > 0)
+		*level = DatumGetInt32(v[LA_PRIORITY - 1]);
 	return found;
 }

@@ -105,6 +105,7 @@ typedef enum A2DirectReadIndex
 	A2D_READ_DEFAULT_AVAILABLE, /* a2_events_default_available */
 	A2D_READ_QUEUE_AVAILABLE,	/* a2_events_queue_available */
 	A2D_READ_QUEUE_RETRY,		/* a2_events_queue_retry */
+	A2D_READ_LEVEL_AVAILABLE,	/* a2_events_level_available */
 	A2D_NREADS
 } A2DirectReadIndex;
 

@@ -85,6 +85,14 @@
 	"   AND " QKEY " OPERATOR(pg_catalog.>) " now \
 	" ORDER BY " QKEY " LIMIT 1"
 
+/*
+ * A call for every queue reads a2_events_level_available, every queue's
+ * entries led by the level: the paused queues' work is left out by the
+ * filter (the default queue's entries have no queue).
+ */
+#define Q_UNPAUSED(paused) \
+	"COALESCE(e.queue, 'default') OPERATOR(pg_catalog.<>) ALL (" paused ")"
+
 enum
 {
 	NEXT_SESSION_ID = 1,
@@ -94,6 +102,7 @@ enum
 
 static A2Statement named_next = {
 	.name = "dispatch_walk.named_next",
+	.index = "a2_events_queue_available", .index_since = A2_OBJECTS_0_4,
 	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_NEXT_SQL(Q_NAMED, "$2", "$3", "$4", "$5", "$6"))},
 	.nparams = 6,
 	.params = {A2_PARAM("queue", TEXTOID), A2_PARAM("priority", INT4OID),
@@ -104,6 +113,7 @@ static A2Statement named_next = {
 
 static A2Statement default_next = {
 	.name = "dispatch_walk.default_next",
+	.index = "a2_events_queue_available", .index_since = A2_OBJECTS_0_4,
 	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_NEXT_SQL(Q_DEFAULT, "$1", "$2", "$3", "$4", "$5"))},
 	.nparams = 5,
 	.params = {A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID),
@@ -122,8 +132,32 @@ static A2Statement plain_next = {
 	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
 };
 
+static A2Statement level_next = {
+	.name = "dispatch_walk.level_next",
+	.index = "a2_events_level_available", .index_since = A2_OBJECTS_0_4,
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_NEXT_SQL(Q_UNPAUSED("$6"), "$1", "$2", "$3", "$4", "$5"))},
+	.nparams = 6,
+	.params = {A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID),
+		A2_PARAM("after_available_at", INT8OID), A2_PARAM("after_session_id", TEXTOID),
+	A2_PARAM("held_keys", TEXTARRAYOID), A2_PARAM("paused", TEXTARRAYOID)},
+	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
+};
+
+static A2Statement level_below = {
+	.name = "dispatch_walk.level_below",
+	.index = "a2_events_level_available", .index_since = A2_OBJECTS_0_4,
+	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
+					  "SELECT " QPRIO " AS priority FROM @extschema@.a2_events e"
+					  " WHERE " QPRED " AND " QPRIO " OPERATOR(pg_catalog.<) $1"
+					  " ORDER BY " QPRIO " DESC LIMIT 1")},
+	.nparams = 1,
+	.params = {A2_PARAM("below", INT4OID)},
+	.columns = A2_COLUMNS("priority")
+};
+
 static A2Statement named_level = {
 	.name = "dispatch_walk.named_level",
+	.index = "a2_events_queue_available", .index_since = A2_OBJECTS_0_4,
 	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_LEVEL_SQL(Q_NAMED, "$2"))},
 	.nparams = 2,
 	.params = {A2_PARAM("queue", TEXTOID), A2_PARAM("below", INT4OID)},
@@ -132,6 +166,7 @@ static A2Statement named_level = {
 
 static A2Statement default_level = {
 	.name = "dispatch_walk.default_level",
+	.index = "a2_events_queue_available", .index_since = A2_OBJECTS_0_4,
 	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_LEVEL_SQL(Q_DEFAULT, "$1"))},
 	.nparams = 1,
 	.params = {A2_PARAM("below", INT4OID)},
@@ -140,6 +175,7 @@ static A2Statement default_level = {
 
 static A2Statement named_retry = {
 	.name = "dispatch_walk.named_retry",
+	.index = "a2_events_queue_available", .index_since = A2_OBJECTS_0_4,
 	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_RETRY_SQL(Q_NAMED, "$2", "$3"))},
 	.nparams = 3,
 	.params = {A2_PARAM("queue", TEXTOID), A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID)},
@@ -148,6 +184,7 @@ static A2Statement named_retry = {
 
 static A2Statement default_retry = {
 	.name = "dispatch_walk.default_retry",
+	.index = "a2_events_queue_available", .index_since = A2_OBJECTS_0_4,
 	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, Q_RETRY_SQL(Q_DEFAULT, "$1", "$2"))},
 	.nparams = 2,
 	.params = {A2_PARAM("priority", INT4OID), A2_PARAM("now", INT8OID)},
@@ -157,6 +194,7 @@ static A2Statement default_retry = {
 /* the first available-since time after $1 of any queue (a2_events_queue_retry) */
 static A2Statement any_retry = {
 	.name = "dispatch_walk.any_retry",
+	.index = "a2_events_queue_retry", .index_since = A2_OBJECTS_0_4,
 	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
 					  "SELECT " QKEY " AS available_at FROM @extschema@.a2_events e"
 					  " WHERE " QPRED " AND " QKEY " OPERATOR(pg_catalog.>) $1"
@@ -165,57 +203,9 @@ static A2Statement any_retry = {
 	.columns = A2_COLUMNS("available_at")
 };
 
-/*
- * The named queues with entries, last first (a loose index scan read
- * backwards): each probe ends on the queue's last entry, so it also gives
- * the queue's highest priority level, the level its cursor starts at.
- */
-#define PREV_QUEUE_SQL(bound) \
-	"SELECT e.queue, " QPRIO " AS priority FROM @extschema@.a2_events e" \
-	" WHERE " QPRED " AND " bound \
-	" ORDER BY e.queue DESC, " QPRIO " DESC LIMIT 1"
-
-enum
-{
-	PREV_QUEUE_QUEUE = 1,
-	PREV_QUEUE_PRIORITY
-};
-
-static A2Statement prev_queue = {
-	.name = "dispatch_walk.prev_queue",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4, PREV_QUEUE_SQL("e.queue OPERATOR(pg_catalog.<) $1"))},
-	.nparams = 1, .params = {A2_PARAM("before_queue", TEXTOID)},
-	.columns = A2_COLUMNS("queue", "priority")
-};
-
-/*
- * A call for every queue starts with one statement: the paused queues,
- * the last named queue with entries and its top level (the first probe of
- * the backwards discovery), and the default queue's top level
- * (default_level's probe below A2_TOP_LEVEL).
- */
-enum
-{
-	PROLOGUE_PAUSED = 1,
-	PROLOGUE_QUEUE,
-	PROLOGUE_PRIORITY,
-	PROLOGUE_DEFAULT_LEVEL
-};
-
-static A2Statement prologue = {
-	.name = "dispatch_walk.prologue",
-	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
-					  "SELECT p.queues AS paused, l.queue, l.priority, d.priority AS default_level"
-					  "  FROM (" A2_PAUSED_QUEUES_SQL ") p"
-					  "  LEFT JOIN LATERAL (" PREV_QUEUE_SQL("e.queue IS NOT NULL") ") l ON true"
-					  "  LEFT JOIN LATERAL (" Q_LEVEL_SQL(Q_DEFAULT, CppAsString2(A2_TOP_LEVEL)) ") d ON true")},
-	.nparams = 0,
-	.columns = A2_COLUMNS("paused", "queue", "priority", "default_level")
-};
-
-A2_STATEMENT_GROUP(dispatch_probes, &named_next, &default_next, &plain_next, &named_level,
-				   &default_level, &named_retry, &default_retry, &any_retry,
-				   &prev_queue, &prologue);
+A2_STATEMENT_GROUP(dispatch_probes, &named_next, &default_next, &plain_next,
+				   &level_next, &level_below, &named_level,
+				   &default_level, &named_retry, &default_retry, &any_retry);
 
 
 /* ---- the probes -------------------------------------------------------- */
@@ -267,6 +257,61 @@ a2_probe_head(const char *queue, bool plain, int32 level, int64 now_ms,
 	*after_at = a2_col_int64(0, NEXT_AVAILABLE_AT);
 	*after_session = a2_col_text(0, NEXT_SESSION_ID);
 	*key = a2_col_text(0, NEXT_CONCURRENCY_KEY);
+	return true;
+}
+
+bool
+a2_probe_all_head(int32 level, int64 now_ms, Datum paused, int64 *after_at,
+				  char **after_session, char **key)
+{
+	A2Args		a;
+	ArrayType  *arr = DatumGetArrayTypeP(paused);
+	Datum	   *elems = NULL;
+	bool	   *nulls;
+	int			n = 0;
+	char	  **names;
+	int			direct;
+
+	if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > 0)
+		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	names = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		names[i] = nulls[i] ? "" : TextDatumGetCString(elems[i]);
+	direct = a2_direct_level_next(level, now_ms, (const char *const *) names, n,
+								  after_at, after_session, key);
+	pfree(names);
+	if (direct >= 0)
+		return direct > 0;
+
+	a2_args_init(&a, &level_next);
+	a2_bind_int4(&a, 1, level);
+	a2_bind_int8(&a, 2, now_ms);
+	a2_bind_int8(&a, 3, *after_at);
+	a2_bind_text(&a, 4, *after_session);
+	a2_bind(&a, 5, TEXTARRAYOID, a2_limits_held_keys());
+	a2_bind(&a, 6, TEXTARRAYOID, paused);
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
+		return false;
+	*after_at = a2_col_int64(0, NEXT_AVAILABLE_AT);
+	*after_session = a2_col_text(0, NEXT_SESSION_ID);
+	*key = a2_col_text(0, NEXT_CONCURRENCY_KEY);
+	return true;
+}
+
+bool
+a2_probe_all_level_below(int32 below, int32 *level)
+{
+	A2Args		a;
+	bool		isnull;
+	int			direct = a2_direct_level_below(below, level);
+
+	if (direct >= 0)
+		return direct > 0;
+	a2_args_init(&a, &level_below);
+	a2_bind_int4(&a, 1, below);
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
+		return false;
+	*level = DatumGetInt32(a2_col(0, 1, &isnull));
 	return true;
 }
 
@@ -337,48 +382,4 @@ a2_probe_any_retry(int64 now_ms, int64 *at)
 		return false;
 	*at = a2_col_int64(0, 1);
 	return true;
-}
-
-bool
-a2_probe_prev_queue(const char *before, char **queue, int32 *level)
-{
-	A2Args		a;
-	bool		isnull;
-	int			direct = a2_direct_queue_prev(before, queue, level);
-
-	if (direct >= 0)
-		return direct > 0;
-	a2_args_init(&a, &prev_queue);
-	a2_bind_text(&a, 1, before);
-	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
-		return false;
-	*queue = a2_col_text(0, PREV_QUEUE_QUEUE);
-	*level = DatumGetInt32(a2_col(0, PREV_QUEUE_PRIORITY, &isnull));
-	return true;
-}
-
-void
-a2_probe_prologue(Datum *paused, char **last, int32 *last_level,
-				  bool *has_default, int32 *default_level)
-{
-	A2Args		a;
-	bool		isnull;
-	int			direct = a2_direct_queue_prev(NULL, last, last_level);
-
-	if (direct >= 0)
-	{
-		/* the three parts read one by one, each from the latest state */
-		if (direct == 0)
-			*last = NULL;
-		*paused = a2_paused_queues();
-		*has_default = a2_probe_level_below(NULL, A2_TOP_LEVEL, default_level);
-		return;
-	}
-	a2_args_init(&a, &prologue);
-	a2_exec_latest(&a, SPI_OK_SELECT);
-	*paused = PointerGetDatum(PG_DETOAST_DATUM_COPY(a2_col(0, PROLOGUE_PAUSED, &isnull)));
-	*last = a2_col_text(0, PROLOGUE_QUEUE);
-	*last_level = DatumGetInt32(a2_col(0, PROLOGUE_PRIORITY, &isnull));
-	*default_level = DatumGetInt32(a2_col(0, PROLOGUE_DEFAULT_LEVEL, &isnull));
-	*has_default = !isnull;
 }

@@ -36,6 +36,16 @@
 extern bool a2_probe_head(const char *queue, bool plain, int32 level, int64 now_ms,
 						  int64 *after_at, char **after_session, char **key);
 
+/*
+ * A call for every queue (a2_events_level_available): the first entry of
+ * `level` of every queue, as a2_probe_head's, the work of the `paused`
+ * queues (text[]; "default": the default queue) left out too; and the
+ * highest level of any queue below `below`.
+ */
+extern bool a2_probe_all_head(int32 level, int64 now_ms, Datum paused,
+							  int64 *after_at, char **after_session, char **key);
+extern bool a2_probe_all_level_below(int32 below, int32 *level);
+
 /* The highest level of the queue's entries in a2_events_queue_available below `below`. */
 extern bool a2_probe_level_below(const char *queue, int32 below, int32 *level);
 
@@ -44,20 +54,5 @@ extern bool a2_probe_retry(const char *queue, int32 level, int64 now_ms, int64 *
 
 /* The first available-since time after now in a2_events_queue_available. */
 extern bool a2_probe_any_retry(int64 now_ms, int64 *at);
-
-/*
- * The named queue with entries last before `before` (a loose index scan
- * read backwards), and its highest level.
- */
-extern bool a2_probe_prev_queue(const char *before, char **queue, int32 *level);
-
-/*
- * What a call for every queue starts from: the paused queues (text[]),
- * the last named queue with entries and its highest level (*last NULL:
- * none), and the default queue's highest level in
- * a2_events_queue_available (*has_default false: none).
- */
-extern void a2_probe_prologue(Datum *paused, char **last, int32 *last_level,
-							  bool *has_default, int32 *default_level);
 
 #endif							/* A2_DISPATCH_PROBES_H */

@@ -9,7 +9,7 @@
  *	  Where the work is: a2_events_default_available holds the default queue's
  *	  priority-0 work (queue and priority NULL), a2_events_queue_available
  *	  everything else, keyed (queue, priority, available-since, session).
- *	  The walk keeps one cursor per queue served.  A cursor reads its
+ *	  A call for some queues keeps one cursor per queue served.  A cursor reads its
  *	  queue's highest priority level oldest first and stops at now, then
  *	  finds the next lower level with one probe (the default queue's level
  *	  0 is the walk of a2_events_default_available, the layer's next_available).
@@ -34,11 +34,14 @@
  *	  dropped.  Equivalent to claiming and being denied: the key's
  *	  decision stands for the whole call.
  *
- *	  A call for every queue (queues NULL) serves the default queue and
- *	  every queue with entries in a2_events_queue_available, less the
- *	  paused ones: found with one probe per queue, last queue first, each
- *	  probe ending on the queue's highest priority level (so the cursor
- *	  needs no probe of its own to find it).
+ *	  A call for every queue (queues NULL) keeps two cursors: the default
+ *	  queue's plain level, and one over a2_events_level_available, which
+ *	  holds a2_events_queue_available's entries led by the level: it reads
+ *	  each level of every queue at once, oldest first, leaving out the
+ *	  paused queues' work as it leaves out held keys'.  The order served
+ *	  is the merge of the per-queue cursors' orders, with no probe per
+ *	  queue, and the cost per session served does not grow with the
+ *	  number of queues.
  *
  *	  Locks: none of its own; the caller's try_claim tries the session
  *	  lock (layer.h's order).  Every probe reads the latest committed
@@ -76,6 +79,9 @@
 typedef struct Cursor
 {
 	char	   *queue;			/* NULL: the default queue */
+	bool		all;			/* every queue's levels (a call for every queue) */
+	Datum		paused;			/* all: the paused queues, left out */
+	bool		plain_only;		/* the default queue's level 0 only */
 	bool		done;
 	bool		plain;			/* at the default queue's level 0 */
 	int32		level;
@@ -102,7 +108,12 @@ set_level(Cursor *c, int32 below, bool found, int32 level)
 {
 	c->after_at = PG_INT64_MIN;
 	c->after_session = "";
-	if (c->queue == NULL && !c->plain && below > 0 && (!found || level < 0))
+	if (c->plain_only)
+	{
+		c->done = true;			/* its one level is done */
+		return;
+	}
+	if (c->queue == NULL && !c->all && !c->plain && below > 0 && (!found || level < 0))
 	{
 		c->plain = true;
 		c->level = 0;
@@ -123,7 +134,9 @@ next_level(Cursor *c, bool first)
 {
 	int32		below = first ? A2_TOP_LEVEL : c->level;
 	int32		level = 0;
-	bool		found = a2_probe_level_below(c->queue, below, &level);
+	bool		found = c->plain_only ? false :
+		c->all ? a2_probe_all_level_below(below, &level) :
+		a2_probe_level_below(c->queue, below, &level);
 
 	set_level(c, below, found, level);
 }
@@ -187,7 +200,9 @@ fetch_head(Cursor *c, int64 now_ms)
 
 		if (first_plain)
 			plain_start(c, a2_limits_held_keys());
-		found = a2_probe_head(c->queue, c->plain, c->level, now_ms, &at, &session, &key);
+		found = c->all ?
+			a2_probe_all_head(c->level, now_ms, c->paused, &at, &session, &key) :
+			a2_probe_head(c->queue, c->plain, c->level, now_ms, &at, &session, &key);
 		if (found)
 			take_head(c, at, session, key);
 		if (first_plain)
@@ -227,13 +242,13 @@ in_array(const char *name, Datum arr)
 }
 
 /*
- * Nothing to discover: no queue was ever paused, and nothing was ever
+ * Nothing to look for: no queue was ever paused, and nothing was ever
  * written to a2_events_queue_available (its btree has its metapage only;
- * an entry of a transaction in progress has a page already).  The
- * prologue would find no paused queue, no named queue and no default
- * level but 0, and a2_events_queue_retry, with the same predicate, no
- * entry either.  A queue that appears after this check is as one that
- * appears after the prologue's snapshot.
+ * an entry of a transaction in progress has a page already).  The call
+ * would find no paused queue, no level in a2_events_level_available and
+ * no entry in a2_events_queue_retry (the three have the same predicate).
+ * A queue that appears after this check is as one that appears after the
+ * probes' snapshots.
  */
 static bool
 never_queued(void)
@@ -251,21 +266,6 @@ never_queued(void)
 	empty = RelationGetNumberOfBlocks(index) <= 1;
 	index_close(index, NoLock);
 	return empty;
-}
-
-/* A named queue's cursor, at the top level its discovery probe found. */
-static void
-add_named(Cursor **cur, int *n, int *cap, char *queue, int32 level)
-{
-	if (*n == *cap)
-	{
-		*cap *= 2;
-		*cur = repalloc(*cur, sizeof(Cursor) * *cap);
-	}
-	memset(&(*cur)[*n], 0, sizeof(Cursor));
-	(*cur)[*n].queue = queue;
-	set_level(&(*cur)[*n], A2_TOP_LEVEL, true, level);
-	(*cur)[(*n)++].started = true;
 }
 
 /*
@@ -307,36 +307,36 @@ served_cursors(Datum queues, Datum *paused, bool *any_queued, int *count)
 	}
 	else
 	{
-		int			cap = 8;
-		bool		has_default;
-		int32		default_level;
-		int32		before_level = 0;
-		char	   *before;
+		/*
+		 * Every queue: the default queue's plain level, and one cursor
+		 * over every queue's other levels (a2_events_level_available).
+		 */
+		int32		top = 0;
+		bool		has_levels = false;
 
-		cur = palloc0(sizeof(Cursor) * cap);
+		cur = palloc0(sizeof(Cursor) * 2);
 		if (never_queued())
-		{
-			/* what the prologue would find */
 			*paused = a2_text_array(NULL, 0);
-			before = NULL;
-			has_default = false;
-			default_level = 0;
-		}
 		else
-			a2_probe_prologue(paused, &before, &before_level, &has_default,
-							  &default_level);
-		*any_queued = before != NULL || has_default;
+		{
+			*paused = a2_paused_queues();
+			has_levels = a2_probe_all_level_below(A2_TOP_LEVEL, &top);
+		}
+		*any_queued = has_levels;
 		if (!in_array("default", *paused))
 		{
-			set_level(&cur[0], A2_TOP_LEVEL, has_default, default_level);
+			cur[n].plain_only = true;
+			cur[n].plain = true;
+			cur[n].after_session = "";
+			cur[n].after_at = PG_INT64_MIN;
 			cur[n++].started = true;
 		}
-		if (before && !in_array(before, *paused))
-			add_named(&cur, &n, &cap, before, before_level);
-		while (before && a2_probe_prev_queue(before, &before, &before_level))
+		if (has_levels)
 		{
-			if (!in_array(before, *paused))
-				add_named(&cur, &n, &cap, before, before_level);
+			cur[n].all = true;
+			cur[n].paused = *paused;
+			set_level(&cur[n], A2_TOP_LEVEL, true, top);
+			cur[n++].started = true;
 		}
 	}
 	for (int i = 0; i < n; i++)

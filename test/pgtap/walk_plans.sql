@@ -12,10 +12,10 @@
 -- call runs to the server log, which this file reads back (as jit.sql
 -- does).
 BEGIN;
-SELECT plan(5);
--- The statements' plans: with direct writes on, a walk without held keys
--- reads a2_events_default_available itself, by name (direct_walk.c), and
--- runs no probe statement; held keys, queues and priorities still do.
+SELECT plan(10);
+-- The statements' plans: with direct writes on, the walk reads its
+-- indexes itself, by name (direct_walk.c, direct_queue_walk.c), and runs
+-- no probe statement; the statements run with the setting off.
 SET LOCAL a2.direct_writes = off;
 
 SELECT regexp_replace(current_setting('data_directory'), '/[^/]*$', '') || '/log' AS log \gset
@@ -57,6 +57,46 @@ SELECT is((SELECT count(*) FROM wp_plans
 			WHERE entry LIKE '%Query Text: SELECT COALESCE(e.claim_expires_at, GREATEST(e.not_before, e.created_at)) AS available_at FROM public.a2_events e WHERE e.lane_ready AND e.processed_at IS NULL AND e.failed_at IS NULL AND e.queue IS NULL AND e.priority IS NULL%'
 			  AND entry NOT LIKE '%Index Scan using a2_events_default_available%'),
 		  0::bigint, 'the retryAt probe reads a2_events_default_available');
+
+
+-- The queue walk's probes read their own indexes too: a call for some
+-- queues a2_events_queue_available, led by the queue; a call for every
+-- queue a2_events_level_available, led by the priority.  Each could serve
+-- the other's statement (a planner free to choose takes the level index
+-- for a queue's probe), so each names its index.
+SELECT count(a2_append('wq-' || i, jsonb_build_array(jsonb_build_object(
+		'type', 't', 'queue', 'jobs', 'priority', i % 2)))) AS appended
+  FROM generate_series(1, 20) i \gset
+SELECT (pg_stat_file(:'log')).size AS log_before \gset
+SET LOCAL auto_explain.log_min_duration = 0;
+DISCARD PLANS;
+SELECT a2_claim_next('wq', 30000, 2, NULL, '{jobs}') -> 'claims' AS queue_claims \gset
+SELECT a2_claim_next('wq', 30000, 2) -> 'claims' AS every_claims \gset
+RESET auto_explain.log_min_duration;
+
+CREATE TEMP TABLE wq_plans AS
+SELECT p AS entry
+  FROM regexp_split_to_table(
+		pg_read_file(:'log', :log_before, (pg_stat_file(:'log')).size - :log_before),
+		'LOG:  duration: ') AS p
+ WHERE p LIKE '%plan:%';
+
+SELECT is(jsonb_array_length(:'queue_claims'::jsonb) + jsonb_array_length(:'every_claims'::jsonb),
+		  4, 'the two calls claimed two sessions each');
+SELECT ok(EXISTS (SELECT FROM wq_plans
+				   WHERE entry LIKE '%Query Text: SELECT e.session_id, COALESCE(%e.queue OPERATOR(pg_catalog.=) $1%'),
+		  'a queue''s head probe is in the log');
+SELECT is((SELECT count(*) FROM wq_plans
+			WHERE entry LIKE '%Query Text: SELECT %e.queue OPERATOR(pg_catalog.=) $1%'
+			  AND entry NOT LIKE '%Scan%using a2_events_queue_available %'),
+		  0::bigint, 'every probe of one queue reads a2_events_queue_available');
+SELECT ok(EXISTS (SELECT FROM wq_plans
+				   WHERE entry LIKE '%Query Text: SELECT e.session_id, COALESCE(%COALESCE(e.queue, ''default'') OPERATOR(pg_catalog.<>) ALL ($6)%'),
+		  'a head probe of a call for every queue is in the log');
+SELECT is((SELECT count(*) FROM wq_plans
+			WHERE entry LIKE '%Query Text: SELECT e.session_id, COALESCE(%COALESCE(e.queue, ''default'') OPERATOR(pg_catalog.<>) ALL ($6)%'
+			  AND entry NOT LIKE '%Scan%using a2_events_level_available %'),
+		  0::bigint, 'every head probe of a call for every queue reads a2_events_level_available');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -62,6 +62,20 @@ CREATE INDEX a2_events_queue_available
 	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL
 	  AND (queue IS NOT NULL OR priority IS NOT NULL);
 
+-- a2_claim_next's index for a call for every queue (0.4.0,
+-- src/dispatch_walk.c): the entries of a2_events_queue_available led by
+-- the priority instead of the queue, so the walk reads each level of all
+-- queues at once, oldest first, with one cursor instead of one per queue
+-- (and no probe per queue to find them).  The queue and the concurrency
+-- key are included: the walk leaves out paused queues' and held keys'
+-- work without visiting the row.
+CREATE INDEX a2_events_level_available
+	ON a2_events ((COALESCE(priority, 0)),
+				  (COALESCE(claim_expires_at, GREATEST(not_before, created_at))), session_id)
+	INCLUDE (queue, concurrency_key)
+	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL
+	  AND (queue IS NOT NULL OR priority IS NOT NULL);
+
 -- The retryAt of an a2_claim_next call for every queue (0.4.0): the first
 -- available-since time after now among the entries of
 -- a2_events_queue_available, whatever their queue and priority, in one

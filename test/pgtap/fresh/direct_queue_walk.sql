@@ -1,8 +1,8 @@
 --
 -- Direct queue walk (docs/internals.md, "Direct writes"): the probes of
 -- a2_claim_next's walk over queues and priority levels read
--- a2_events_queue_available and a2_events_queue_retry without the
--- executor.  The answers and the rows they leave must be exactly those of
+-- a2_events_queue_available, a2_events_level_available and
+-- a2_events_queue_retry without the executor.  The answers and the rows they leave must be exactly those of
 -- the statements (a2.direct_writes = off): named queues and the default
 -- queue, priorities above and below 0, work of the same instant in
 -- session order, a concurrency key at its limit (its work left out for
@@ -40,7 +40,8 @@ SET LOCAL a2.now = '2026-03-01 00:00:00.001+00';
 SELECT a2_append('dq-k', '[{"type": "k1", "queue": "qa", "priority": 2}]') IS NOT NULL AS appended_k \gset
 
 -- The cached plans of the queue walk's statements (dispatch_probes.c):
--- each reads a2_events_queue_available or a2_events_queue_retry, whose
+-- each reads a2_events_queue_available, a2_events_level_available or
+-- a2_events_queue_retry, whose
 -- predicate ends with this clause.
 CREATE FUNCTION pg_temp.probe_plans() RETURNS bigint LANGUAGE sql AS $$
 	SELECT count(*) FROM pg_backend_memory_contexts
