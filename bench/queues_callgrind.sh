@@ -9,11 +9,15 @@
 #
 #   bench/queues_callgrind.sh DB "SELECT a2_claim_next('b', 30000)"
 #   A2_PGDATA: the data directory (the cluster must be stopped); PG_CONFIG;
-#   A2_QC_CALLS [50].  The database is prepared beforehand (e.g. the rows
+#   A2_QC_CALLS [50]; A2_QC_SETTINGS: more settings for the backend, e.g.
+#   "a2.direct_writes=off" (a single-user backend does not apply ALTER
+#   DATABASE ... SET).  The database is prepared beforehand (e.g. the rows
 #   bench/queues_buffers.sh loads).  Needs valgrind; runs as postgres.
 set -euo pipefail
 db=$1 call=$2
 calls=${A2_QC_CALLS:-50}
+settings=()
+for s in ${A2_QC_SETTINGS:-}; do settings+=(-c "$s"); done
 bin=$("${PG_CONFIG:-pg_config}" --bindir)
 work=$(mktemp -d)
 chmod 755 "$work"
@@ -28,7 +32,7 @@ count() {
 	chmod 777 "$work"
 	runuser -u postgres -- valgrind --tool=callgrind --toggle-collect=a2_claim_next \
 		--callgrind-out-file="$work/out" "$bin/postgres" --single -D "$A2_PGDATA" \
-		-c shared_preload_libraries=a2 "$db" <"$work/script.sql" >/dev/null 2>"$work/err" ||
+		-c shared_preload_libraries=a2 "${settings[@]}" "$db" <"$work/script.sql" >/dev/null 2>"$work/err" ||
 		{ tail -5 "$work/err" >&2; exit 1; }
 	awk '/^(summary|totals):/ { print $2; exit }' "$work/out"
 }
