@@ -145,4 +145,13 @@ extern int	a2_direct_level_next(int32 level, int64 now_ms, const char *const *pa
 								 char **key);
 extern int	a2_direct_level_below(int32 below, int32 *level);
 
+/*
+ * A key decision's count (limits.c's key_leases statement), read directly
+ * in a2_events_key_leases: *leased, the key's leases that expire after
+ * now; *first_expiry, the earliest of them (set only when there is one).
+ * 1 or 0: read (some, none); -1: the statement is to run.
+ */
+extern int	a2_direct_key_leases(const char *key, int64 now_ms, int64 *leased,
+								 int64 *first_expiry);
+
 #endif							/* A2_DIRECT_H */

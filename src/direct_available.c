@@ -18,6 +18,10 @@
  *	    session_id), queue and concurrency_key its INCLUDE columns, the
  *	    same predicate;
  *
+ *	  - a2_events_key_leases: keyed (concurrency_key, claim_expires_at),
+ *	    predicate concurrency_key IS NOT NULL AND processed_at IS NULL AND
+ *	    failed_at IS NULL AND claim_expires_at IS NOT NULL;
+ *
  *	  where A is COALESCE(claim_expires_at, GREATEST(not_before,
  *	  created_at)).  Each is valid, and orders every key column as an
  *	  ORDER BY of it does: ascending, nulls last, the type's default btree
@@ -166,6 +170,32 @@ walk_predicate(IndexInfo *ii, const AttrNumber *att, bool queued)
 	return seen == want;
 }
 
+/* a2_events_key_leases' predicate, clause by clause */
+static bool
+lease_predicate(IndexInfo *ii, const AttrNumber *att)
+{
+	static const A2DirectColumn nulls[] = {A2D_PROCESSED_AT, A2D_FAILED_AT};
+	static const A2DirectColumn not_nulls[] = {A2D_CONCURRENCY_KEY, A2D_CLAIM_EXPIRES_AT};
+	int			seen = 0;
+	ListCell   *lc;
+
+	if (list_length(ii->ii_Predicate) != 4)
+		return false;
+	foreach(lc, ii->ii_Predicate)
+	{
+		Node	   *clause = lfirst(lc);
+		int			k;
+
+		if ((k = null_test(clause, IS_NULL, att, nulls, 2)) >= 0)
+			seen |= 1 << k;
+		else if ((k = null_test(clause, IS_NOT_NULL, att, not_nulls, 2)) >= 0)
+			seen |= 4 << k;
+		else
+			return false;
+	}
+	return seen == 15;
+}
+
 /* Key column `i` is the table's column `col`. */
 static bool
 key_column(Relation ind, int i, const AttrNumber *att, A2DirectColumn col)
@@ -221,6 +251,13 @@ a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
 				is_priority(linitial(exprs), att) &&
 				is_available_at(lsecond(exprs), att) &&
 				walk_predicate(ii, att, true);
+		case A2D_READ_KEY_LEASES:
+			return nkeys == 2 && ind->rd_index->indnatts == 2 && exprs == NIL &&
+				key_column(ind, 0, att, A2D_CONCURRENCY_KEY) &&
+				key_column(ind, 1, att, A2D_CLAIM_EXPIRES_AT) &&
+				default_ordering(rel, ind, TEXTOID, 0) &&
+				default_ordering(rel, ind, INT8OID, 1) &&
+				lease_predicate(ii, att);
 		case A2D_READ_QUEUE_RETRY:
 			return nkeys == 1 && list_length(exprs) == 1 &&
 				ind->rd_index->indkey.values[0] == 0 &&

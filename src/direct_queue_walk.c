@@ -6,7 +6,9 @@
  *	  (docs/internals.md, "Direct writes"): a2_events_queue_available,
  *	  keyed (queue, COALESCE(priority, 0), available-since, session_id)
  *	  and including the concurrency key; a2_events_level_available, the
- *	  same keys less the queue, which it includes; a2_events_queue_retry.
+ *	  same keys less the queue, which it includes; a2_events_queue_retry;
+ *	  and a2_events_key_leases, whose entries a key decision counts
+ *	  (limits.c's key_leases statement).
  *
  *	  Each is an ordered scan of the index with the statement's bounds as
  *	  scan keys, read as the statement's index-only scan reads it: an
@@ -174,11 +176,12 @@ skipped(const Skip *skip, IndexTuple itup, TupleDesc desc)
 /*
  * The first entry within `keys`, read in `dir`, whose row the active
  * snapshot sees and that `skip` does not leave out: its first `natts`
- * columns copied into values/isnull.
+ * columns copied into values/isnull.  With `count`, the scan goes on to
+ * the end and *count is the number of such entries.
  */
 static bool
 first_visible(A2DirectRead *r, Keys *keys, ScanDirection dir, const Skip *skip,
-			  int natts, Datum *values, bool *isnull)
+			  int natts, Datum *values, bool *isnull, int64 *count)
 {
 	Snapshot	snapshot = GetActiveSnapshot();
 	IndexScanDesc scan;
@@ -207,6 +210,10 @@ first_visible(A2DirectRead *r, Keys *keys, ScanDirection dir, const Skip *skip,
 				continue;
 			ExecClearTuple(slot);
 		}
+		if (count)
+			(*count)++;
+		if (found)
+			continue;
 		for (int i = 0; i < natts; i++)
 		{
 			Form_pg_attribute att = TupleDescAttr(scan->xs_itupdesc, i);
@@ -216,7 +223,8 @@ first_visible(A2DirectRead *r, Keys *keys, ScanDirection dir, const Skip *skip,
 				values[i] = datumCopy(values[i], att->attbyval, att->attlen);
 		}
 		found = true;
-		break;
+		if (count == NULL)
+			break;
 	}
 	if (BufferIsValid(vmbuffer))
 		ReleaseBuffer(vmbuffer);
@@ -241,7 +249,7 @@ probe(A2DirectReadIndex which, bool latest,
 	a2_direct_push_snapshot(latest);
 	keys.n = 0;
 	build(&keys, r.index, arg);
-	found = first_visible(&r, &keys, dir, skip, natts, values, isnull);
+	found = first_visible(&r, &keys, dir, skip, natts, values, isnull, NULL);
 	PopActiveSnapshot();
 	a2_direct_close_read(&r);
 	return found ? 1 : 0;
@@ -453,4 +461,40 @@ a2_direct_level_below(int32 below, int32 *level)
 	if (found > 0)
 		*level = DatumGetInt32(v[LA_PRIORITY - 1]);
 	return found;
+}
+
+/* ---- a key decision: a2_events_key_leases ------------------------------- */
+
+static void
+key_lease_keys(Keys *keys, Relation index, const void *arg)
+{
+	const Bounds *b = arg;
+
+	add_key(keys, 0, 1, BTEqualStrategyNumber, index->rd_indcollation[0], F_TEXTEQ,
+			CStringGetTextDatum(b->queue));
+	int8_key(keys, 2, BTGreaterStrategyNumber, b->now_ms);
+}
+
+int
+a2_direct_key_leases(const char *key, int64 now_ms, int64 *leased, int64 *first_expiry)
+{
+	Bounds		b = {.queue = key, .now_ms = now_ms};
+	A2DirectRead r;
+	Keys		keys;
+	Datum		v[2];
+	bool		n[2];
+	bool		found;
+
+	if (!a2_direct_open_read(&r, A2D_READ_KEY_LEASES))
+		return -1;
+	a2_direct_push_snapshot(true);
+	keys.n = 0;
+	key_lease_keys(&keys, r.index, &b);
+	*leased = 0;
+	found = first_visible(&r, &keys, ForwardScanDirection, NULL, 2, v, n, leased);
+	PopActiveSnapshot();
+	a2_direct_close_read(&r);
+	if (found)
+		*first_expiry = DatumGetInt64(v[1]);
+	return found ? 1 : 0;
 }

@@ -247,6 +247,7 @@ learn_indexes(Relation rel)
 		[A2D_READ_QUEUE_AVAILABLE] = "a2_events_queue_available",
 		[A2D_READ_QUEUE_RETRY] = "a2_events_queue_retry",
 		[A2D_READ_LEVEL_AVAILABLE] = "a2_events_level_available",
+		[A2D_READ_KEY_LEASES] = "a2_events_key_leases",
 	};
 	Oid			reads[A2D_NREADS];
 	bool		ok = true;

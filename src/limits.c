@@ -67,6 +67,7 @@
 
 #include "a2.h"
 #include "clock.h"
+#include "direct.h"
 #include "json_out.h"
 #include "key_park.h"
 #include "limits.h"
@@ -361,16 +362,23 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 		version = 0;			/* nothing is parked */
 	if (DatumGetInt32(max_leased) > 0)
 	{
-		int64		leased;
+		int64		leased = 0;
+		int64		first_expiry = PG_INT64_MAX;
 
-		a2_args_init(&a, &key_leases);
-		a2_bind_text(&a, 1, key);
-		a2_bind_int8(&a, 2, now_ms);
-		a2_exec_latest(&a, SPI_OK_SELECT);
-		leased = a2_col_int64(0, KEY_LEASES_LEASED);
+		/* read directly where it may (direct.h), else the statement */
+		if (a2_direct_key_leases(key, now_ms, &leased, &first_expiry) < 0)
+		{
+			a2_args_init(&a, &key_leases);
+			a2_bind_text(&a, 1, key);
+			a2_bind_int8(&a, 2, now_ms);
+			a2_exec_latest(&a, SPI_OK_SELECT);
+			leased = a2_col_int64(0, KEY_LEASES_LEASED);
+			if (leased > 0)
+				first_expiry = a2_col_int64(0, KEY_LEASES_FIRST_EXPIRY);
+		}
 		entry->budget = DatumGetInt32(max_leased) - leased;
 		if (entry->budget <= 0)
-			entry->retry_at = a2_col_int64(0, KEY_LEASES_FIRST_EXPIRY);
+			entry->retry_at = first_expiry;
 	}
 	if (entry->rated)
 	{

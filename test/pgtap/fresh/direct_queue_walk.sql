@@ -8,7 +8,8 @@
 -- session order, a concurrency key at its limit (its work left out for
 -- the rest of the call), a paused queue and its resumption, work
 -- scheduled for later, expired leases; calls for every queue and for
--- some.  With row-level security on a2_events the statements run.
+-- some; the key decisions' count of a key's leases (a2_events_key_leases).
+-- With row-level security on a2_events the statements run.
 --
 \set ON_ERROR_STOP 1
 \set QUIET 1
@@ -19,7 +20,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS a2;
-SELECT plan(8);
+SELECT plan(9);
 
 SET LOCAL a2.now = '2026-03-01 00:00:00+00';
 SELECT a2_set_concurrency_limit('kq', 1) IS NOT NULL AS limit_set \gset
@@ -83,6 +84,9 @@ SELECT is(jsonb_array_length(:'answers_on'::jsonb -> 0 -> 'claims'), 3,
 		  'a first call for every queue claims three sessions');
 SELECT is(pg_temp.probe_plans(), 0::bigint,
 		  'with a2.direct_writes on, the queue walk (kq held in some calls) prepares no probe statement');
+SELECT is((SELECT count(*) FROM pg_backend_memory_contexts
+			WHERE ident LIKE '%pg_catalog.count(*) AS leased%'), 0::bigint,
+		  'and its key decisions count kq''s leases without their statement');
 ROLLBACK TO SAVEPOINT walk;
 
 -- 2. With row-level security on the table, the statements run, and a
