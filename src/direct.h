@@ -154,4 +154,21 @@ extern int	a2_direct_level_below(int32 below, int32 *level);
 extern int	a2_direct_key_leases(const char *key, int64 now_ms, int64 *leased,
 								 int64 *first_expiry);
 
+/*
+ * The a2_limits row of `key` (limits.c's key_limits statement), read
+ * directly (direct_limits.c): 1 found, 0 none, -1 the statement is to
+ * run.
+ */
+typedef struct A2KeyLimits
+{
+	int32		max_leased;
+	bool		max_leased_null;
+	int32		rate_max;
+	bool		rate_max_null;
+	int64		rate_per_ms;
+	bool		rate_per_ms_null;
+} A2KeyLimits;
+
+extern int	a2_direct_key_limits(const char *key, A2KeyLimits *out);
+
 #endif							/* A2_DIRECT_H */

@@ -521,6 +521,26 @@ a2_direct_close_read(A2DirectRead *r)
 	table_close(r->rel, NoLock);
 }
 
+Relation
+a2_direct_open_table(const char *relname)
+{
+	Oid			relid;
+	Relation	rel;
+
+	if (!may_write())
+		return NULL;
+	relid = a2_relid(relname);
+	if (!holds(relid, ACL_SELECT))
+		return NULL;
+	rel = table_open(relid, AccessShareLock);
+	if (!readable_table(rel))
+	{
+		table_close(rel, NoLock);
+		return NULL;
+	}
+	return rel;
+}
+
 bool
 a2_direct_bystander(const char *relname, AclMode privileges)
 {

@@ -6,7 +6,7 @@
  *	  and its index entries; opened for the walk's read of its index; the
  *	  statements' snapshot (docs/internals.md, "Direct writes").  For
  *	  direct_insert.c, direct_update.c, direct_walk.c,
- *	  direct_queue_walk.c and direct_available.c only.
+ *	  direct_queue_walk.c, direct_limits.c and direct_available.c only.
  *
  *	  a2_direct_open() answers false, with nothing open, wherever the
  *	  statement would do more than write a2_events' row and its index
@@ -142,6 +142,14 @@ extern void a2_direct_close_read(A2DirectRead *r);
  * caller pops it (PopActiveSnapshot).
  */
 extern void a2_direct_push_snapshot(bool latest);
+
+/*
+ * Another of a2's tables (`relname`) opened for a direct read of its rows,
+ * in ACCESS SHARE mode, as a SELECT by a caller who holds SELECT on the
+ * whole table: NULL, with nothing open, where a direct write would answer
+ * false, where the table has row-level security or is not a plain table.
+ */
+extern Relation a2_direct_open_table(const char *relname);
 
 /*
  * Another table a direct write stands in for a statement on (which finds

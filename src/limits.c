@@ -318,6 +318,7 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 				per_ms;
 	uint64		version;
 	int64		until;
+	A2KeyLimits row;
 
 	/* counted at its limit by a committed claim, and nothing freed since */
 	if (a2_key_park_lookup(key, now_ms, &until))
@@ -331,18 +332,31 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 	entry->budget = PG_INT64_MAX;
 	entry->retry_at = PG_INT64_MAX;
 
-	a2_args_init(&a, &key_limits);
-	a2_bind_text(&a, 1, key);
-	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
-		return;
+	/* the key's row, read directly where it may (direct.h), else the statement */
+	switch (a2_direct_key_limits(key, &row))
+	{
+		case 0:
+			return;
+		case 1:
+			max_leased = Int32GetDatum(row.max_leased_null ? -1 : row.max_leased);
+			rate_max = Int32GetDatum(row.rate_max_null ? -1 : row.rate_max);
+			per_ms = Int64GetDatum(row.rate_per_ms);
+			break;
+		default:
+			a2_args_init(&a, &key_limits);
+			a2_bind_text(&a, 1, key);
+			if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
+				return;
+			max_leased = a2_col(0, KEY_LIMITS_MAX_LEASED, &isnull);
+			if (isnull)
+				max_leased = Int32GetDatum(-1);
+			rate_max = a2_col(0, KEY_LIMITS_RATE_MAX, &isnull);
+			if (isnull)
+				rate_max = Int32GetDatum(-1);
+			per_ms = a2_col(0, KEY_LIMITS_RATE_PER_MS, &isnull);
+			break;
+	}
 	entry->limited = true;
-	max_leased = a2_col(0, KEY_LIMITS_MAX_LEASED, &isnull);
-	if (isnull)
-		max_leased = Int32GetDatum(-1);
-	rate_max = a2_col(0, KEY_LIMITS_RATE_MAX, &isnull);
-	if (isnull)
-		rate_max = Int32GetDatum(-1);
-	per_ms = a2_col(0, KEY_LIMITS_RATE_PER_MS, &isnull);
 	entry->rated = DatumGetInt32(rate_max) > 0;
 
 	if (!try_lock_key(key))

@@ -8,7 +8,8 @@
 -- session order, a concurrency key at its limit (its work left out for
 -- the rest of the call), a paused queue and its resumption, work
 -- scheduled for later, expired leases; calls for every queue and for
--- some; the key decisions' count of a key's leases (a2_events_key_leases).
+-- some; the key decisions' limit row (a2_limits) and count of a key's
+-- leases (a2_events_key_leases).
 -- With row-level security on a2_events the statements run.
 --
 \set ON_ERROR_STOP 1
@@ -20,7 +21,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS a2;
-SELECT plan(9);
+SELECT plan(11);
 
 SET LOCAL a2.now = '2026-03-01 00:00:00+00';
 SELECT a2_set_concurrency_limit('kq', 1) IS NOT NULL AS limit_set \gset
@@ -47,6 +48,7 @@ SELECT a2_append('dq-k', '[{"type": "k1", "queue": "qa", "priority": 2}]') IS NO
 CREATE FUNCTION pg_temp.probe_plans() RETURNS bigint LANGUAGE sql AS $$
 	SELECT count(*) FROM pg_backend_memory_contexts
 	 WHERE ident LIKE '%(e.queue IS NOT NULL OR e.priority IS NOT NULL)%'
+	   AND ident NOT LIKE '%pg_backend_memory_contexts%'
 $$;
 
 -- The walk: calls of a2_claim_next and their answers, in order.
@@ -85,8 +87,10 @@ SELECT is(jsonb_array_length(:'answers_on'::jsonb -> 0 -> 'claims'), 3,
 SELECT is(pg_temp.probe_plans(), 0::bigint,
 		  'with a2.direct_writes on, the queue walk (kq held in some calls) prepares no probe statement');
 SELECT is((SELECT count(*) FROM pg_backend_memory_contexts
-			WHERE ident LIKE '%pg_catalog.count(*) AS leased%'), 0::bigint,
-		  'and its key decisions count kq''s leases without their statement');
+			WHERE (ident LIKE '%pg_catalog.count(*) AS leased%'
+				   OR ident LIKE '%l.max_leased, l.rate_max, l.rate_per_ms FROM%')
+			  AND ident NOT LIKE '%pg_backend_memory_contexts%'), 0::bigint,
+		  'and its key decisions read kq''s limit and count its leases without their statements');
 ROLLBACK TO SAVEPOINT walk;
 
 -- 2. With row-level security on the table, the statements run, and a
@@ -104,6 +108,17 @@ SELECT is((SELECT jsonb_agg(c -> 'sessionId')
 RESET ROLE;
 SELECT cmp_ok(pg_temp.probe_plans(), '>', 0::bigint,
 			  'with row-level security on a2_events, the queue walk ran its statements');
+ROLLBACK TO SAVEPOINT walk;
+
+-- 2b. With row-level security on a2_limits, a limit's row is read by its
+-- statement (a superuser's call: the policy filters nothing).
+ALTER TABLE a2_limits ENABLE ROW LEVEL SECURITY;
+SELECT is(jsonb_array_length(a2_claim_next('w1', 30000, 3) -> 'claims'), 3,
+		  'a call with row-level security on a2_limits claims the same three sessions');
+SELECT cmp_ok((SELECT count(*) FROM pg_backend_memory_contexts
+				WHERE ident LIKE '%l.max_leased, l.rate_max, l.rate_per_ms FROM%'
+				  AND ident NOT LIKE '%pg_backend_memory_contexts%'), '>', 0::bigint,
+			  'with row-level security on a2_limits, kq''s limit was read by its statement');
 ROLLBACK TO SAVEPOINT walk;
 
 -- 3. The same walk by statement, from the same rows.

@@ -42,6 +42,7 @@ CREATE FUNCTION pg_temp.probe_plans() RETURNS bigint LANGUAGE sql AS $$
 	SELECT count(*) FROM pg_backend_memory_contexts
 	 WHERE ident LIKE '%.a2_events e WHERE e.lane_ready AND e.processed_at IS NULL'
 					  ' AND e.failed_at IS NULL AND e.queue IS NULL AND e.priority IS NULL%'
+	   AND ident NOT LIKE '%pg_backend_memory_contexts%'
 $$;
 
 -- The walk: calls of a2_claim_next and their answers, in order.

@@ -1,0 +1,185 @@
+/*-------------------------------------------------------------------------
+ *
+ * direct_limits.c
+ *	  A concurrency or rate limit's row, read without the executor
+ *	  (docs/internals.md, "Direct writes"): the a2_limits row of one key,
+ *	  as limits.c's key_limits statement reads it, through the table's
+ *	  primary key a2_limits_pkey.
+ *
+ *	  It reads only where the statement would read the same row: the
+ *	  conditions of every direct read (a2.direct_writes on, SELECT held on
+ *	  the whole table, no row-level security, a plain table, not
+ *	  read-only, not distributed), the primary key valid, unique and on
+ *	  the key alone in its column's collation, and the three limit
+ *	  columns of the types a2 gave them (found once, and again after any
+ *	  relcache invalidation of a2_limits).  The snapshot is the statement's
+ *	  (a2_exec_latest's: the latest committed state, after a command
+ *	  counter increment).
+ *
+ *	  Locks: a2_limits and its primary key in ACCESS SHARE mode, as the
+ *	  statement takes them.
+ *
+ * IDENTIFICATION
+ *	  src/direct_limits.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/skey.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "executor/tuptable.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "direct.h"
+#include "direct_shape.h"
+#include "extension.h"
+#include "pg_compat.h"
+
+/* a2_limits' columns a decision reads */
+enum
+{
+	L_KEY,
+	L_MAX_LEASED,
+	L_RATE_MAX,
+	L_RATE_PER_MS,
+	L_NCOLUMNS
+};
+
+static const struct
+{
+	const char *name;
+	Oid			type;
+}			columns[L_NCOLUMNS] = {
+	[L_KEY] = {"key", TEXTOID},
+	[L_MAX_LEASED] = {"max_leased", INT4OID},
+	[L_RATE_MAX] = {"rate_max", INT4OID},
+	[L_RATE_PER_MS] = {"rate_per_ms", INT8OID},
+};
+
+/* Each column's attribute, of a2's type; false: one is not. */
+static bool
+find_columns(Relation rel, AttrNumber *att)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	for (int k = 0; k < L_NCOLUMNS; k++)
+	{
+		att[k] = get_attnum(RelationGetRelid(rel), columns[k].name);
+		if (att[k] <= 0 || TupleDescAttr(desc, att[k] - 1)->atttypid != columns[k].type)
+			return false;
+	}
+	return true;
+}
+
+/* The primary key is a2's: valid, unique, a btree on the key alone. */
+static bool
+key_index(Relation rel, Relation ind, AttrNumber key_att)
+{
+	Form_pg_index index = ind->rd_index;
+	Oid			opclass = GetDefaultOpClass(TEXTOID, BTREE_AM_OID);
+
+	return index->indisvalid && index->indisunique && index->indnatts == 1 &&
+		index->indkey.values[0] == key_att &&
+		ind->rd_rel->relam == BTREE_AM_OID &&
+		OidIsValid(opclass) && ind->rd_opfamily[0] == get_opclass_family(opclass) &&
+		ind->rd_indcollation[0] == TupleDescAttr(RelationGetDescr(rel), key_att - 1)->attcollation &&
+		RelationGetIndexPredicate(ind) == NIL;
+}
+
+/* What this backend last found of a2_limits (InvalidOid: not known). */
+static struct
+{
+	Oid			relid;
+	bool		usable;
+	Oid			index;
+	AttrNumber	att[L_NCOLUMNS];
+}			known;
+static bool callback_registered = false;
+
+static void
+forget(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == known.relid)
+		known.relid = InvalidOid;
+}
+
+/* Learn a2_limits (open, locked: its invalidations are in). */
+static void
+learn(Relation rel)
+{
+	Relation	ind;
+
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(forget, (Datum) 0);
+		callback_registered = true;
+	}
+	known.relid = RelationGetRelid(rel);
+	known.index = a2_relid("a2_limits_pkey");
+	known.usable = false;
+	if (!find_columns(rel, known.att) || !OidIsValid(known.index))
+		return;
+	ind = index_open(known.index, AccessShareLock);
+	known.usable = ind->rd_index->indrelid == known.relid &&
+		key_index(rel, ind, known.att[L_KEY]);
+	index_close(ind, NoLock);
+}
+
+int
+a2_direct_key_limits(const char *key, A2KeyLimits *out)
+{
+	Relation	rel = a2_direct_open_table("a2_limits");
+	Relation	ind;
+	ScanKeyData skey;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	bool		found;
+
+	if (rel == NULL)
+		return -1;
+	if (known.relid != RelationGetRelid(rel))
+		learn(rel);
+	if (!known.usable)
+	{
+		table_close(rel, NoLock);
+		return -1;
+	}
+	ind = index_open(known.index, AccessShareLock);
+
+	a2_direct_push_snapshot(true);
+	ScanKeyEntryInitialize(&skey, 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   ind->rd_indcollation[0], F_TEXTEQ, CStringGetTextDatum(key));
+	slot = table_slot_create(rel, NULL);
+	scan = a2_index_beginscan(rel, ind, GetActiveSnapshot(), 1);
+	index_rescan(scan, &skey, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	if (found)
+	{
+		Datum		v;
+
+		v = slot_getattr(slot, known.att[L_MAX_LEASED], &out->max_leased_null);
+		out->max_leased = out->max_leased_null ? 0 : DatumGetInt32(v);
+		v = slot_getattr(slot, known.att[L_RATE_MAX], &out->rate_max_null);
+		out->rate_max = out->rate_max_null ? 0 : DatumGetInt32(v);
+		v = slot_getattr(slot, known.att[L_RATE_PER_MS], &out->rate_per_ms_null);
+		out->rate_per_ms = out->rate_per_ms_null ? 0 : DatumGetInt64(v);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	PopActiveSnapshot();
+	index_close(ind, NoLock);
+	table_close(rel, NoLock);
+	return found ? 1 : 0;
+}
