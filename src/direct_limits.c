@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * direct_limits.c
- *	  A concurrency or rate limit's row, read without the executor
+ *	  What a limit's decision reads (limits.c), read without the executor
  *	  (docs/internals.md, "Direct writes"): the a2_limits row of one key,
- *	  as limits.c's key_limits statement reads it, through the table's
- *	  primary key a2_limits_pkey.
+ *	  as the key_limits statement reads it, through the table's primary
+ *	  key a2_limits_pkey; and the key's live leases, counted in
+ *	  a2_events_key_leases as the key_leases statement counts them.
  *
  *	  It reads only where the statement would read the same row: the
  *	  conditions of every direct read (a2.direct_writes on, SELECT held on
@@ -16,8 +17,9 @@
  *	  (a2_exec_latest's: the latest committed state, after a command
  *	  counter increment).
  *
- *	  Locks: a2_limits and its primary key in ACCESS SHARE mode, as the
- *	  statement takes them.
+ *	  Locks: a2_limits and its primary key, a2_events and
+ *	  a2_events_key_leases, in ACCESS SHARE mode, as the statements take
+ *	  them.
  *
  * IDENTIFICATION
  *	  src/direct_limits.c
@@ -43,6 +45,7 @@
 #include "utils/snapmgr.h"
 
 #include "direct.h"
+#include "direct_scan.h"
 #include "direct_shape.h"
 #include "extension.h"
 #include "pg_compat.h"
@@ -181,5 +184,35 @@ a2_direct_key_limits(const char *key, A2KeyLimits *out)
 	PopActiveSnapshot();
 	index_close(ind, NoLock);
 	table_close(rel, NoLock);
+	return found ? 1 : 0;
+}
+
+/*
+ * The key's live leases in a2_events_key_leases (concurrency_key,
+ * claim_expires_at), as the key_leases statement's index-only count(*)
+ * reads them.
+ */
+int
+a2_direct_key_leases(const char *key, int64 now_ms, int64 *leased, int64 *first_expiry)
+{
+	A2DirectRead r;
+	A2ScanKeys	keys = {.n = 0};
+	Datum		v[2];
+	bool		n[2];
+	bool		found;
+
+	if (!a2_direct_open_read(&r, A2D_READ_KEY_LEASES))
+		return -1;
+	a2_direct_push_snapshot(true);
+	a2_scan_key(&keys, 0, 1, BTEqualStrategyNumber, r.index->rd_indcollation[0],
+				F_TEXTEQ, CStringGetTextDatum(key));
+	a2_scan_int8_key(&keys, 2, BTGreaterStrategyNumber, now_ms);
+	*leased = 0;
+	found = a2_scan_first_visible(r.rel, r.index, &keys, ForwardScanDirection, NULL, NULL,
+								  2, v, n, leased);
+	PopActiveSnapshot();
+	a2_direct_close_read(&r);
+	if (found)
+		*first_expiry = DatumGetInt64(v[1]);
 	return found ? 1 : 0;
 }

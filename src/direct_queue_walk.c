@@ -6,9 +6,7 @@
  *	  (docs/internals.md, "Direct writes"): a2_events_queue_available,
  *	  keyed (queue, COALESCE(priority, 0), available-since, session_id)
  *	  and including the concurrency key; a2_events_level_available, the
- *	  same keys less the queue, which it includes; a2_events_queue_retry;
- *	  and a2_events_key_leases, whose entries a key decision counts
- *	  (limits.c's key_leases statement).
+ *	  same keys less the queue, which it includes; a2_events_queue_retry.
  *
  *	  Each is an ordered scan of the index with the statement's bounds as
  *	  scan keys, read as the statement's index-only scan reads it: an
@@ -34,25 +32,16 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/itup.h"
 #include "access/nbtree.h"
-#include "access/relscan.h"
 #include "access/skey.h"
-#include "access/tableam.h"
-#include "access/visibilitymap.h"
-#include "executor/tuptable.h"
-#include "miscadmin.h"
-#include "storage/bufmgr.h"
-#include "storage/predicate.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "a2.h"
 #include "direct.h"
+#include "direct_scan.h"
 #include "direct_shape.h"
 #include "limits.h"
 #include "pg_compat.h"
@@ -68,56 +57,17 @@ enum
 	QA_NATTS = QA_CONCURRENCY_KEY
 };
 
-/* The scan keys of one probe, in the order of the index's columns. */
-typedef struct Keys
-{
-	ScanKeyData k[5];
-	int			n;
-} Keys;
-
-static void
-add_key(Keys *keys, int flags, AttrNumber att, StrategyNumber strategy,
-		Oid collation, RegProcedure proc, Datum arg)
-{
-	Assert(keys->n < lengthof(keys->k));
-	ScanKeyEntryInitialize(&keys->k[keys->n++], flags, att, strategy, InvalidOid,
-						   collation, proc, arg);
-}
-
 /* queue = `queue` (NULL: the default queue, queue IS NULL) */
 static void
-queue_key(Keys *keys, Relation index, const char *queue)
+queue_key(A2ScanKeys *keys, Relation index, const char *queue)
 {
 	if (queue == NULL)
-		add_key(keys, SK_ISNULL | SK_SEARCHNULL, QA_QUEUE, InvalidStrategy,
+		a2_scan_key(keys, SK_ISNULL | SK_SEARCHNULL, QA_QUEUE, InvalidStrategy,
 				InvalidOid, InvalidOid, (Datum) 0);
 	else
-		add_key(keys, 0, QA_QUEUE, BTEqualStrategyNumber,
+		a2_scan_key(keys, 0, QA_QUEUE, BTEqualStrategyNumber,
 				index->rd_indcollation[QA_QUEUE - 1], F_TEXTEQ,
 				CStringGetTextDatum(queue));
-}
-
-static void
-int8_key(Keys *keys, AttrNumber att, StrategyNumber strategy, int64 value)
-{
-	RegProcedure proc;
-
-	switch (strategy)
-	{
-		case BTLessEqualStrategyNumber:
-			proc = F_INT8LE;
-			break;
-		case BTEqualStrategyNumber:
-			proc = F_INT8EQ;
-			break;
-		case BTGreaterEqualStrategyNumber:
-			proc = F_INT8GE;
-			break;
-		default:
-			proc = F_INT8GT;
-			break;
-	}
-	add_key(keys, 0, att, strategy, InvalidOid, proc, Int64GetDatum(value));
 }
 
 /*
@@ -153,12 +103,11 @@ typedef struct Skip
 } Skip;
 
 static bool
-skipped(const Skip *skip, IndexTuple itup, TupleDesc desc)
+skipped(IndexTuple itup, TupleDesc desc, const void *arg)
 {
+	const Skip *skip = arg;
 	char		buf[A2_MAX_NAME_BYTES + 1];
 
-	if (skip == NULL)
-		return false;
 	if (skip->key_att > 0 && name_attr(itup, desc, skip->key_att, buf) &&
 		a2_limits_key_held(buf))
 		return true;
@@ -173,75 +122,14 @@ skipped(const Skip *skip, IndexTuple itup, TupleDesc desc)
 	return false;
 }
 
-/*
- * The first entry within `keys`, read in `dir`, whose row the active
- * snapshot sees and that `skip` does not leave out: its first `natts`
- * columns copied into values/isnull.  With `count`, the scan goes on to
- * the end and *count is the number of such entries.
- */
-static bool
-first_visible(A2DirectRead *r, Keys *keys, ScanDirection dir, const Skip *skip,
-			  int natts, Datum *values, bool *isnull, int64 *count)
-{
-	Snapshot	snapshot = GetActiveSnapshot();
-	IndexScanDesc scan;
-	TupleTableSlot *slot = NULL;
-	Buffer		vmbuffer = InvalidBuffer;
-	ItemPointer tid;
-	bool		found = false;
-
-	scan = a2_index_beginscan(r->rel, r->index, snapshot, keys->n);
-	scan->xs_want_itup = true;
-	index_rescan(scan, keys->k, keys->n, NULL, 0);
-	while ((tid = index_getnext_tid(scan, dir)) != NULL)
-	{
-		BlockNumber block = ItemPointerGetBlockNumber(tid);
-
-		CHECK_FOR_INTERRUPTS();
-		if (skipped(skip, scan->xs_itup, scan->xs_itupdesc))
-			continue;
-		if (VM_ALL_VISIBLE(r->rel, block, &vmbuffer))
-			PredicateLockPage(r->rel, block, snapshot);
-		else
-		{
-			if (slot == NULL)
-				slot = table_slot_create(r->rel, NULL);
-			if (!index_fetch_heap(scan, slot))
-				continue;
-			ExecClearTuple(slot);
-		}
-		if (count)
-			(*count)++;
-		if (found)
-			continue;
-		for (int i = 0; i < natts; i++)
-		{
-			Form_pg_attribute att = TupleDescAttr(scan->xs_itupdesc, i);
-
-			values[i] = index_getattr(scan->xs_itup, i + 1, scan->xs_itupdesc, &isnull[i]);
-			if (!isnull[i])
-				values[i] = datumCopy(values[i], att->attbyval, att->attlen);
-		}
-		found = true;
-		if (count == NULL)
-			break;
-	}
-	if (BufferIsValid(vmbuffer))
-		ReleaseBuffer(vmbuffer);
-	index_endscan(scan);
-	if (slot)
-		ExecDropSingleTupleTableSlot(slot);
-	return found;
-}
-
 /* One probe: open, snapshot, read, close.  -1: the statement is to run. */
 static int
 probe(A2DirectReadIndex which, bool latest,
-	  void (*build) (Keys *keys, Relation index, const void *arg), const void *arg,
+	  void (*build) (A2ScanKeys *keys, Relation index, const void *arg), const void *arg,
 	  ScanDirection dir, const Skip *skip, int natts, Datum *values, bool *isnull)
 {
 	A2DirectRead r;
-	Keys		keys;
+	A2ScanKeys	keys;
 	bool		found;
 
 	if (!a2_direct_open_read(&r, which))
@@ -249,7 +137,8 @@ probe(A2DirectReadIndex which, bool latest,
 	a2_direct_push_snapshot(latest);
 	keys.n = 0;
 	build(&keys, r.index, arg);
-	found = first_visible(&r, &keys, dir, skip, natts, values, isnull, NULL);
+	found = a2_scan_first_visible(r.rel, r.index, &keys, dir, skip ? skipped : NULL,
+								  skip, natts, values, isnull, NULL);
 	PopActiveSnapshot();
 	a2_direct_close_read(&r);
 	return found ? 1 : 0;
@@ -276,7 +165,7 @@ typedef struct Bounds
  * less the first.
  */
 static void
-next_keys(Keys *keys, Relation index, const void *arg)
+next_keys(A2ScanKeys *keys, Relation index, const void *arg)
 {
 	const Bounds *b = arg;
 	int			shift = b->all_queues ? 1 : 0;
@@ -284,20 +173,20 @@ next_keys(Keys *keys, Relation index, const void *arg)
 
 	if (!b->all_queues)
 		queue_key(keys, index, b->queue);
-	add_key(keys, 0, QA_PRIORITY - shift, BTEqualStrategyNumber, InvalidOid, F_INT4EQ,
+	a2_scan_key(keys, 0, QA_PRIORITY - shift, BTEqualStrategyNumber, InvalidOid, F_INT4EQ,
 			Int32GetDatum(b->level));
 	if (b->rest_of_time)
 	{
-		int8_key(keys, QA_AVAILABLE_AT - shift, BTEqualStrategyNumber, b->after_at);
-		add_key(keys, 0, session, BTGreaterStrategyNumber,
+		a2_scan_int8_key(keys, QA_AVAILABLE_AT - shift, BTEqualStrategyNumber, b->after_at);
+		a2_scan_key(keys, 0, session, BTGreaterStrategyNumber,
 				index->rd_indcollation[session - 1], F_TEXT_GT,
 				CStringGetTextDatum(b->after_session));
 	}
 	else
 	{
-		int8_key(keys, QA_AVAILABLE_AT - shift, b->after_session[0] != '\0' ?
+		a2_scan_int8_key(keys, QA_AVAILABLE_AT - shift, b->after_session[0] != '\0' ?
 				 BTGreaterStrategyNumber : BTGreaterEqualStrategyNumber, b->after_at);
-		int8_key(keys, QA_AVAILABLE_AT - shift, BTLessEqualStrategyNumber, b->now_ms);
+		a2_scan_int8_key(keys, QA_AVAILABLE_AT - shift, BTLessEqualStrategyNumber, b->now_ms);
 	}
 }
 
@@ -344,13 +233,13 @@ a2_direct_queue_next(const char *queue, int32 level, int64 now_ms,
 }
 
 static void
-level_keys(Keys *keys, Relation index, const void *arg)
+level_keys(A2ScanKeys *keys, Relation index, const void *arg)
 {
 	const Bounds *b = arg;
 
 	if (!b->all_queues)
 		queue_key(keys, index, b->queue);
-	add_key(keys, 0, b->all_queues ? QA_PRIORITY - 1 : QA_PRIORITY,
+	a2_scan_key(keys, 0, b->all_queues ? QA_PRIORITY - 1 : QA_PRIORITY,
 			BTLessStrategyNumber, InvalidOid, F_INT4LT, Int32GetDatum(b->level));
 }
 
@@ -370,14 +259,14 @@ a2_direct_queue_level(const char *queue, int32 below, int32 *level)
 }
 
 static void
-retry_keys(Keys *keys, Relation index, const void *arg)
+retry_keys(A2ScanKeys *keys, Relation index, const void *arg)
 {
 	const Bounds *b = arg;
 
 	queue_key(keys, index, b->queue);
-	add_key(keys, 0, QA_PRIORITY, BTEqualStrategyNumber, InvalidOid, F_INT4EQ,
+	a2_scan_key(keys, 0, QA_PRIORITY, BTEqualStrategyNumber, InvalidOid, F_INT4EQ,
 			Int32GetDatum(b->level));
-	int8_key(keys, QA_AVAILABLE_AT, BTGreaterStrategyNumber, b->now_ms);
+	a2_scan_int8_key(keys, QA_AVAILABLE_AT, BTGreaterStrategyNumber, b->now_ms);
 }
 
 int
@@ -396,9 +285,9 @@ a2_direct_queue_retry(const char *queue, int32 level, int64 now_ms, int64 *at)
 }
 
 static void
-after_now_keys(Keys *keys, Relation index, const void *arg)
+after_now_keys(A2ScanKeys *keys, Relation index, const void *arg)
 {
-	int8_key(keys, 1, BTGreaterStrategyNumber, *(const int64 *) arg);
+	a2_scan_int8_key(keys, 1, BTGreaterStrategyNumber, *(const int64 *) arg);
 }
 
 int
@@ -461,40 +350,4 @@ a2_direct_level_below(int32 below, int32 *level)
 	if (found > 0)
 		*level = DatumGetInt32(v[LA_PRIORITY - 1]);
 	return found;
-}
-
-/* ---- a key decision: a2_events_key_leases ------------------------------- */
-
-static void
-key_lease_keys(Keys *keys, Relation index, const void *arg)
-{
-	const Bounds *b = arg;
-
-	add_key(keys, 0, 1, BTEqualStrategyNumber, index->rd_indcollation[0], F_TEXTEQ,
-			CStringGetTextDatum(b->queue));
-	int8_key(keys, 2, BTGreaterStrategyNumber, b->now_ms);
-}
-
-int
-a2_direct_key_leases(const char *key, int64 now_ms, int64 *leased, int64 *first_expiry)
-{
-	Bounds		b = {.queue = key, .now_ms = now_ms};
-	A2DirectRead r;
-	Keys		keys;
-	Datum		v[2];
-	bool		n[2];
-	bool		found;
-
-	if (!a2_direct_open_read(&r, A2D_READ_KEY_LEASES))
-		return -1;
-	a2_direct_push_snapshot(true);
-	keys.n = 0;
-	key_lease_keys(&keys, r.index, &b);
-	*leased = 0;
-	found = first_visible(&r, &keys, ForwardScanDirection, NULL, 2, v, n, leased);
-	PopActiveSnapshot();
-	a2_direct_close_read(&r);
-	if (found)
-		*first_expiry = DatumGetInt64(v[1]);
-	return found ? 1 : 0;
 }

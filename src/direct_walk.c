@@ -42,6 +42,7 @@
 #include "utils/snapmgr.h"
 
 #include "direct.h"
+#include "direct_scan.h"
 #include "direct_shape.h"
 #include "limits.h"
 #include "pg_compat.h"
@@ -67,25 +68,8 @@ available_at(TupleTableSlot *slot)
 static void
 time_key(ScanKey key, StrategyNumber strategy, int64 value)
 {
-	RegProcedure proc;
-
-	switch (strategy)
-	{
-		case BTLessEqualStrategyNumber:
-			proc = F_INT8LE;
-			break;
-		case BTEqualStrategyNumber:
-			proc = F_INT8EQ;
-			break;
-		case BTGreaterEqualStrategyNumber:
-			proc = F_INT8GE;
-			break;
-		default:
-			proc = F_INT8GT;
-			break;
-	}
-	ScanKeyEntryInitialize(key, 0, 1, strategy, InvalidOid, InvalidOid, proc,
-						   Int64GetDatum(value));
+	ScanKeyEntryInitialize(key, 0, 1, strategy, InvalidOid, InvalidOid,
+						   a2_scan_int8_proc(strategy), Int64GetDatum(value));
 }
 
 /* A text column of the row, NULL when null. */
