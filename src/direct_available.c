@@ -25,7 +25,8 @@
  *	  where A is COALESCE(claim_expires_at, GREATEST(not_before,
  *	  created_at)).  Each is valid, and orders every key column as an
  *	  ORDER BY of it does: ascending, nulls last, the type's default btree
- *	  operator family, a text column in its column's collation.  For
+ *	  operator family, a text column in its column's collation (that test
+ *	  is a2_direct_default_ordering, direct_limits.c's too).  For
  *	  direct_shape.c, when it learns the table's indexes.
  *
  *	  Locks: none (the caller holds the index open).
@@ -51,8 +52,8 @@
  * the table's column does: ascending with nulls last, the type's default
  * btree operator family and, for a column of the table, its collation.
  */
-static bool
-default_ordering(Relation rel, Relation ind, Oid type, int i)
+bool
+a2_direct_default_ordering(Relation rel, Relation ind, Oid type, int i)
 {
 	Oid			opclass = GetDefaultOpClass(type, BTREE_AM_OID);
 	AttrNumber	att = ind->rd_index->indkey.values[i];
@@ -218,8 +219,8 @@ a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
 			return nkeys == 2 && list_length(exprs) == 1 &&
 				ind->rd_index->indkey.values[0] == 0 &&
 				key_column(ind, 1, att, A2D_SESSION_ID) &&
-				default_ordering(rel, ind, INT8OID, 0) &&
-				default_ordering(rel, ind, TEXTOID, 1) &&
+				a2_direct_default_ordering(rel, ind, INT8OID, 0) &&
+				a2_direct_default_ordering(rel, ind, TEXTOID, 1) &&
 				is_available_at(linitial(exprs), att) &&
 				walk_predicate(ii, att, false);
 		case A2D_READ_QUEUE_AVAILABLE:
@@ -230,10 +231,10 @@ a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
 				ind->rd_index->indkey.values[2] == 0 &&
 				key_column(ind, 3, att, A2D_SESSION_ID) &&
 				key_column(ind, 4, att, A2D_CONCURRENCY_KEY) &&
-				default_ordering(rel, ind, TEXTOID, 0) &&
-				default_ordering(rel, ind, INT4OID, 1) &&
-				default_ordering(rel, ind, INT8OID, 2) &&
-				default_ordering(rel, ind, TEXTOID, 3) &&
+				a2_direct_default_ordering(rel, ind, TEXTOID, 0) &&
+				a2_direct_default_ordering(rel, ind, INT4OID, 1) &&
+				a2_direct_default_ordering(rel, ind, INT8OID, 2) &&
+				a2_direct_default_ordering(rel, ind, TEXTOID, 3) &&
 				is_priority(linitial(exprs), att) &&
 				is_available_at(lsecond(exprs), att) &&
 				walk_predicate(ii, att, true);
@@ -245,9 +246,9 @@ a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
 				key_column(ind, 2, att, A2D_SESSION_ID) &&
 				key_column(ind, 3, att, A2D_QUEUE) &&
 				key_column(ind, 4, att, A2D_CONCURRENCY_KEY) &&
-				default_ordering(rel, ind, INT4OID, 0) &&
-				default_ordering(rel, ind, INT8OID, 1) &&
-				default_ordering(rel, ind, TEXTOID, 2) &&
+				a2_direct_default_ordering(rel, ind, INT4OID, 0) &&
+				a2_direct_default_ordering(rel, ind, INT8OID, 1) &&
+				a2_direct_default_ordering(rel, ind, TEXTOID, 2) &&
 				is_priority(linitial(exprs), att) &&
 				is_available_at(lsecond(exprs), att) &&
 				walk_predicate(ii, att, true);
@@ -255,13 +256,13 @@ a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
 			return nkeys == 2 && ind->rd_index->indnatts == 2 && exprs == NIL &&
 				key_column(ind, 0, att, A2D_CONCURRENCY_KEY) &&
 				key_column(ind, 1, att, A2D_CLAIM_EXPIRES_AT) &&
-				default_ordering(rel, ind, TEXTOID, 0) &&
-				default_ordering(rel, ind, INT8OID, 1) &&
+				a2_direct_default_ordering(rel, ind, TEXTOID, 0) &&
+				a2_direct_default_ordering(rel, ind, INT8OID, 1) &&
 				lease_predicate(ii, att);
 		case A2D_READ_QUEUE_RETRY:
 			return nkeys == 1 && list_length(exprs) == 1 &&
 				ind->rd_index->indkey.values[0] == 0 &&
-				default_ordering(rel, ind, INT8OID, 0) &&
+				a2_direct_default_ordering(rel, ind, INT8OID, 0) &&
 				is_available_at(linitial(exprs), att) &&
 				walk_predicate(ii, att, true);
 		default:

@@ -35,7 +35,6 @@
 #include "access/tableam.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
 #include "executor/tuptable.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -91,13 +90,11 @@ static bool
 key_index(Relation rel, Relation ind, AttrNumber key_att)
 {
 	Form_pg_index index = ind->rd_index;
-	Oid			opclass = GetDefaultOpClass(TEXTOID, BTREE_AM_OID);
 
 	return index->indisvalid && index->indisunique && index->indnatts == 1 &&
 		index->indkey.values[0] == key_att &&
 		ind->rd_rel->relam == BTREE_AM_OID &&
-		OidIsValid(opclass) && ind->rd_opfamily[0] == get_opclass_family(opclass) &&
-		ind->rd_indcollation[0] == TupleDescAttr(RelationGetDescr(rel), key_att - 1)->attcollation &&
+		a2_direct_default_ordering(rel, ind, TEXTOID, 0) &&
 		RelationGetIndexPredicate(ind) == NIL;
 }
 

@@ -132,6 +132,14 @@ extern bool a2_direct_open_read(A2DirectRead *r, A2DirectReadIndex which);
  */
 extern bool a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
 								 const AttrNumber *att, A2DirectReadIndex which);
+
+/*
+ * Index `ind` of table `rel` orders its key column `i` (of type `type`) as
+ * an ORDER BY of it does: ascending with nulls last, the type's default
+ * btree operator family and, for a column of the table, its collation
+ * (direct_available.c).
+ */
+extern bool a2_direct_default_ordering(Relation rel, Relation ind, Oid type, int i);
 extern void a2_direct_close_read(A2DirectRead *r);
 
 /*
