@@ -210,6 +210,62 @@ A2_STATEMENT_GROUP(dispatch_probes, &named_next, &default_next, &plain_next,
 
 /* ---- the probes -------------------------------------------------------- */
 
+/* A head probe's statement: its row is the new position and the key. */
+static bool
+next_row(A2Args *a, int64 *after_at, char **after_session, char **key)
+{
+	if (a2_exec_latest(a, SPI_OK_SELECT) == 0)
+		return false;
+	*after_at = a2_col_int64(0, NEXT_AVAILABLE_AT);
+	*after_session = a2_col_text(0, NEXT_SESSION_ID);
+	*key = a2_col_text(0, NEXT_CONCURRENCY_KEY);
+	return true;
+}
+
+/* A level probe's statement, from the latest committed state. */
+static bool
+level_row(A2Args *a, int32 *level)
+{
+	bool		isnull;
+
+	if (a2_exec_latest(a, SPI_OK_SELECT) == 0)
+		return false;
+	*level = DatumGetInt32(a2_col(0, 1, &isnull));
+	return true;
+}
+
+/* A retryAt probe's statement, from the statement's snapshot. */
+static bool
+time_row(A2Args *a, int64 *at)
+{
+	if (a2_exec(a, false, SPI_OK_SELECT) == 0)
+		return false;
+	*at = a2_col_int64(0, 1);
+	return true;
+}
+
+void
+a2_paused_names(A2Paused *paused, Datum array)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(array);
+	Datum	   *elems;
+	bool	   *nulls;
+	char	  **names;
+	int			n = 0;
+
+	paused->array = array;
+	paused->names = NULL;
+	paused->n = 0;
+	if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) == 0)
+		return;
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	names = palloc(sizeof(char *) * n);
+	for (int i = 0; i < n; i++)
+		names[i] = nulls[i] ? "" : TextDatumGetCString(elems[i]);
+	paused->names = (const char *const *) names;
+	paused->n = n;
+}
+
 bool
 a2_probe_head(const char *queue, bool plain, int32 level, int64 now_ms,
 			  int64 *after_at, char **after_session, char **key)
@@ -252,74 +308,46 @@ a2_probe_head(const char *queue, bool plain, int32 level, int64 now_ms,
 		a2_bind_text(&a, 4, *after_session);
 		a2_bind(&a, 5, TEXTARRAYOID, held);
 	}
-	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
-		return false;
-	*after_at = a2_col_int64(0, NEXT_AVAILABLE_AT);
-	*after_session = a2_col_text(0, NEXT_SESSION_ID);
-	*key = a2_col_text(0, NEXT_CONCURRENCY_KEY);
-	return true;
+	return next_row(&a, after_at, after_session, key);
 }
 
 bool
-a2_probe_all_head(int32 level, int64 now_ms, Datum paused, int64 *after_at,
+a2_probe_all_head(int32 level, int64 now_ms, const A2Paused *paused, int64 *after_at,
 				  char **after_session, char **key)
 {
 	A2Args		a;
-	ArrayType  *arr = DatumGetArrayTypeP(paused);
-	Datum	   *elems = NULL;
-	bool	   *nulls;
-	int			n = 0;
-	char	  **names;
-	int			direct;
+	int			direct = a2_direct_level_next(level, now_ms, paused->names, paused->n,
+											  after_at, after_session, key);
 
-	if (ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)) > 0)
-		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-	names = palloc(sizeof(char *) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		names[i] = nulls[i] ? "" : TextDatumGetCString(elems[i]);
-	direct = a2_direct_level_next(level, now_ms, (const char *const *) names, n,
-								  after_at, after_session, key);
-	pfree(names);
 	if (direct >= 0)
 		return direct > 0;
-
 	a2_args_init(&a, &level_next);
 	a2_bind_int4(&a, 1, level);
 	a2_bind_int8(&a, 2, now_ms);
 	a2_bind_int8(&a, 3, *after_at);
 	a2_bind_text(&a, 4, *after_session);
 	a2_bind(&a, 5, TEXTARRAYOID, a2_limits_held_keys());
-	a2_bind(&a, 6, TEXTARRAYOID, paused);
-	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
-		return false;
-	*after_at = a2_col_int64(0, NEXT_AVAILABLE_AT);
-	*after_session = a2_col_text(0, NEXT_SESSION_ID);
-	*key = a2_col_text(0, NEXT_CONCURRENCY_KEY);
-	return true;
+	a2_bind(&a, 6, TEXTARRAYOID, paused->array);
+	return next_row(&a, after_at, after_session, key);
 }
 
 bool
 a2_probe_all_level_below(int32 below, int32 *level)
 {
 	A2Args		a;
-	bool		isnull;
 	int			direct = a2_direct_level_below(below, level);
 
 	if (direct >= 0)
 		return direct > 0;
 	a2_args_init(&a, &level_below);
 	a2_bind_int4(&a, 1, below);
-	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
-		return false;
-	*level = DatumGetInt32(a2_col(0, 1, &isnull));
-	return true;
+	return level_row(&a, level);
 }
 
 bool
 a2_probe_level_below(const char *queue, int32 below, int32 *level)
 {
 	A2Args		a;
-	bool		isnull;
 	int			direct = a2_direct_queue_level(queue, below, level);
 
 	if (direct >= 0)
@@ -335,10 +363,7 @@ a2_probe_level_below(const char *queue, int32 below, int32 *level)
 		a2_args_init(&a, &default_level);
 		a2_bind_int4(&a, 1, below);
 	}
-	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
-		return false;
-	*level = DatumGetInt32(a2_col(0, 1, &isnull));
-	return true;
+	return level_row(&a, level);
 }
 
 bool
@@ -362,10 +387,7 @@ a2_probe_retry(const char *queue, int32 level, int64 now_ms, int64 *at)
 		a2_bind_int4(&a, 1, level);
 		a2_bind_int8(&a, 2, now_ms);
 	}
-	if (a2_exec(&a, false, SPI_OK_SELECT) == 0)
-		return false;
-	*at = a2_col_int64(0, 1);
-	return true;
+	return time_row(&a, at);
 }
 
 bool
@@ -378,8 +400,5 @@ a2_probe_any_retry(int64 now_ms, int64 *at)
 		return direct > 0;
 	a2_args_init(&a, &any_retry);
 	a2_bind_int8(&a, 1, now_ms);
-	if (a2_exec(&a, false, SPI_OK_SELECT) == 0)
-		return false;
-	*at = a2_col_int64(0, 1);
-	return true;
+	return time_row(&a, at);
 }

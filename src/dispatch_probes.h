@@ -37,12 +37,25 @@ extern bool a2_probe_head(const char *queue, bool plain, int32 level, int64 now_
 						  int64 *after_at, char **after_session, char **key);
 
 /*
- * A call for every queue (a2_events_level_available): the first entry of
- * `level` of every queue, as a2_probe_head's, the work of the `paused`
- * queues (text[]; "default": the default queue) left out too; and the
- * highest level of any queue below `below`.
+ * The paused queues a call for every queue leaves out: their text[] (for
+ * the statement) and their names (for the direct read), taken apart once
+ * per call by a2_paused_names.  "default": the default queue.
  */
-extern bool a2_probe_all_head(int32 level, int64 now_ms, Datum paused,
+typedef struct A2Paused
+{
+	Datum		array;
+	const char *const *names;
+	int			n;
+} A2Paused;
+
+extern void a2_paused_names(A2Paused *paused, Datum array);
+
+/*
+ * A call for every queue (a2_events_level_available): the first entry of
+ * `level` of every queue, as a2_probe_head's, the work of the paused
+ * queues left out too; and the highest level of any queue below `below`.
+ */
+extern bool a2_probe_all_head(int32 level, int64 now_ms, const A2Paused *paused,
 							  int64 *after_at, char **after_session, char **key);
 extern bool a2_probe_all_level_below(int32 below, int32 *level);
 

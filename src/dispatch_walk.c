@@ -80,7 +80,7 @@ typedef struct Cursor
 {
 	char	   *queue;			/* NULL: the default queue */
 	bool		all;			/* every queue's levels (a call for every queue) */
-	Datum		paused;			/* all: the paused queues, left out */
+	A2Paused	paused;			/* all: the paused queues, left out */
 	bool		plain_only;		/* the default queue's level 0 only */
 	bool		done;
 	bool		plain;			/* at the default queue's level 0 */
@@ -201,7 +201,7 @@ fetch_head(Cursor *c, int64 now_ms)
 		if (first_plain)
 			plain_start(c, a2_limits_held_keys());
 		found = c->all ?
-			a2_probe_all_head(c->level, now_ms, c->paused, &at, &session, &key) :
+			a2_probe_all_head(c->level, now_ms, &c->paused, &at, &session, &key) :
 			a2_probe_head(c->queue, c->plain, c->level, now_ms, &at, &session, &key);
 		if (found)
 			take_head(c, at, session, key);
@@ -334,7 +334,7 @@ served_cursors(Datum queues, Datum *paused, bool *any_queued, int *count)
 		if (has_levels)
 		{
 			cur[n].all = true;
-			cur[n].paused = *paused;
+			a2_paused_names(&cur[n].paused, *paused);
 			set_level(&cur[n], A2_TOP_LEVEL, true, top);
 			cur[n++].started = true;
 		}
