@@ -307,18 +307,76 @@ try_lock_key(const char *key)
 											Int32GetDatum(A2_KEY_LOCK_CLASS), h));
 }
 
+/*
+ * The key's a2_limits row, read directly where it may (direct.h), else by
+ * the key_limits statement; false: the key has no limit.  A null limit
+ * reads as -1.
+ */
+static bool
+key_limits_row(const char *key, int32 *max_leased, int32 *rate_max, int64 *per_ms)
+{
+	A2KeyLimits row;
+	A2Args		a;
+	bool		isnull;
+	int			direct = a2_direct_key_limits(key, &row);
+
+	if (direct >= 0)
+	{
+		*max_leased = row.max_leased_null ? -1 : row.max_leased;
+		*rate_max = row.rate_max_null ? -1 : row.rate_max;
+		*per_ms = row.rate_per_ms;
+		return direct > 0;
+	}
+	a2_args_init(&a, &key_limits);
+	a2_bind_text(&a, 1, key);
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
+		return false;
+	*max_leased = DatumGetInt32(a2_col(0, KEY_LIMITS_MAX_LEASED, &isnull));
+	if (isnull)
+		*max_leased = -1;
+	*rate_max = DatumGetInt32(a2_col(0, KEY_LIMITS_RATE_MAX, &isnull));
+	if (isnull)
+		*rate_max = -1;
+	*per_ms = DatumGetInt64(a2_col(0, KEY_LIMITS_RATE_PER_MS, &isnull));
+	if (isnull)
+		*per_ms = 0;
+	return true;
+}
+
+/*
+ * The key's live leases and the earliest of their expiries (PG_INT64_MAX
+ * without one), read directly where they may (direct.h), else by the
+ * key_leases statement.
+ */
+static int64
+key_lease_count(const char *key, int64 now_ms, int64 *first_expiry)
+{
+	A2Args		a;
+	int64		leased = 0;
+
+	*first_expiry = PG_INT64_MAX;
+	if (a2_direct_key_leases(key, now_ms, &leased, first_expiry) >= 0)
+		return leased;
+	a2_args_init(&a, &key_leases);
+	a2_bind_text(&a, 1, key);
+	a2_bind_int8(&a, 2, now_ms);
+	a2_exec_latest(&a, SPI_OK_SELECT);
+	leased = a2_col_int64(0, KEY_LEASES_LEASED);
+	if (leased > 0)
+		*first_expiry = a2_col_int64(0, KEY_LEASES_FIRST_EXPIRY);
+	return leased;
+}
+
 /* Read a key's limits and counts: its budget for this pass. */
 static void
 decide(KeyEntry *entry, const char *key, int64 now_ms)
 {
 	A2Args		a;
-	bool		isnull;
-	Datum		max_leased,
-				rate_max,
-				per_ms;
+	int32		max_leased,
+				rate_max;
+	int64		per_ms;
 	uint64		version;
 	int64		until;
-	A2KeyLimits row;
 
 	/* counted at its limit by a committed claim, and nothing freed since */
 	if (a2_key_park_lookup(key, now_ms, &until))
@@ -332,32 +390,10 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 	entry->budget = PG_INT64_MAX;
 	entry->retry_at = PG_INT64_MAX;
 
-	/* the key's row, read directly where it may (direct.h), else the statement */
-	switch (a2_direct_key_limits(key, &row))
-	{
-		case 0:
-			return;
-		case 1:
-			max_leased = Int32GetDatum(row.max_leased_null ? -1 : row.max_leased);
-			rate_max = Int32GetDatum(row.rate_max_null ? -1 : row.rate_max);
-			per_ms = Int64GetDatum(row.rate_per_ms);
-			break;
-		default:
-			a2_args_init(&a, &key_limits);
-			a2_bind_text(&a, 1, key);
-			if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
-				return;
-			max_leased = a2_col(0, KEY_LIMITS_MAX_LEASED, &isnull);
-			if (isnull)
-				max_leased = Int32GetDatum(-1);
-			rate_max = a2_col(0, KEY_LIMITS_RATE_MAX, &isnull);
-			if (isnull)
-				rate_max = Int32GetDatum(-1);
-			per_ms = a2_col(0, KEY_LIMITS_RATE_PER_MS, &isnull);
-			break;
-	}
+	if (!key_limits_row(key, &max_leased, &rate_max, &per_ms))
+		return;
 	entry->limited = true;
-	entry->rated = DatumGetInt32(rate_max) > 0;
+	entry->rated = rate_max > 0;
 
 	if (!try_lock_key(key))
 	{
@@ -374,23 +410,11 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 	version = a2_key_park_version(key);
 	if (version != 0 && a2_prepared_xacts_waiting())
 		version = 0;			/* nothing is parked */
-	if (DatumGetInt32(max_leased) > 0)
+	if (max_leased > 0)
 	{
-		int64		leased = 0;
-		int64		first_expiry = PG_INT64_MAX;
+		int64		first_expiry;
 
-		/* read directly where it may (direct.h), else the statement */
-		if (a2_direct_key_leases(key, now_ms, &leased, &first_expiry) < 0)
-		{
-			a2_args_init(&a, &key_leases);
-			a2_bind_text(&a, 1, key);
-			a2_bind_int8(&a, 2, now_ms);
-			a2_exec_latest(&a, SPI_OK_SELECT);
-			leased = a2_col_int64(0, KEY_LEASES_LEASED);
-			if (leased > 0)
-				first_expiry = a2_col_int64(0, KEY_LEASES_FIRST_EXPIRY);
-		}
-		entry->budget = DatumGetInt32(max_leased) - leased;
+		entry->budget = max_leased - key_lease_count(key, now_ms, &first_expiry);
 		if (entry->budget <= 0)
 			entry->retry_at = first_expiry;
 	}
@@ -402,13 +426,13 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 		a2_args_init(&a, &key_claims);
 		a2_bind_text(&a, 1, key);
 		a2_bind_int8(&a, 2, now_ms);
-		a2_bind_int8(&a, 3, DatumGetInt64(per_ms));
+		a2_bind_int8(&a, 3, per_ms);
 		a2_exec_latest(&a, SPI_OK_SELECT);
 		claims = a2_col_int64(0, KEY_CLAIMS_CLAIMS);
-		rate_budget = DatumGetInt32(rate_max) - claims;
+		rate_budget = rate_max - claims;
 		if (rate_budget <= 0)
 		{
-			int64		free_at = a2_col_int64(0, KEY_CLAIMS_OLDEST) + DatumGetInt64(per_ms);
+			int64		free_at = a2_col_int64(0, KEY_CLAIMS_OLDEST) + per_ms;
 
 			entry->retry_at = entry->budget <= 0 ? Max(entry->retry_at, free_at) : free_at;
 		}
