@@ -37,12 +37,17 @@ DISCARD PLANS;
 SELECT a2_claim_next('wp', 30000, 2) -> 'claims' AS claims \gset
 RESET auto_explain.log_min_duration;
 
+-- The plans auto_explain wrote to the log after byte `since`.
+CREATE FUNCTION pg_temp.plans_since(log text, since bigint) RETURNS SETOF text
+LANGUAGE sql AS $$
+	SELECT p FROM regexp_split_to_table(
+			pg_read_file(log, since, (pg_stat_file(log)).size - since),
+			'LOG:  duration: ') AS p
+	 WHERE p LIKE '%plan:%'
+$$;
+
 CREATE TEMP TABLE wp_plans AS
-SELECT p AS entry
-  FROM regexp_split_to_table(
-		pg_read_file(:'log', :log_before, (pg_stat_file(:'log')).size - :log_before),
-		'LOG:  duration: ') AS p
- WHERE p LIKE '%plan:%';
+SELECT pg_temp.plans_since(:'log', :log_before) AS entry;
 
 SELECT is(jsonb_array_length(:'claims'::jsonb), 2, 'claim_next claimed two sessions');
 -- the walk's probe: greater-than on (key, session), ordered, LIMIT 1
@@ -75,11 +80,7 @@ SELECT a2_claim_next('wq', 30000, 2) -> 'claims' AS every_claims \gset
 RESET auto_explain.log_min_duration;
 
 CREATE TEMP TABLE wq_plans AS
-SELECT p AS entry
-  FROM regexp_split_to_table(
-		pg_read_file(:'log', :log_before, (pg_stat_file(:'log')).size - :log_before),
-		'LOG:  duration: ') AS p
- WHERE p LIKE '%plan:%';
+SELECT pg_temp.plans_since(:'log', :log_before) AS entry;
 
 SELECT is(jsonb_array_length(:'queue_claims'::jsonb) + jsonb_array_length(:'every_claims'::jsonb),
 		  4, 'the two calls claimed two sessions each');
