@@ -136,14 +136,18 @@ extern int	a2_direct_queue_any_retry(int64 now_ms, int64 *at);
 
 /*
  * The same for a call for every queue, over a2_events_level_available
- * (all queues' entries led by the level): level_next, as queue_next at
- * one level of every queue, the work of the `paused` queues ("default":
- * the default queue) left out too; level_below, as queue_level.
+ * (all queues' entries led by the level, highest first): level_next, as
+ * queue_next at one level of every queue, the work of the `paused` queues
+ * ("default": the default queue) left out too; level_first, the first
+ * entry below level `below` that level_next would not leave out (the
+ * highest such level's oldest entry, available now or later), with its
+ * level.
  */
 extern int	a2_direct_level_next(int32 level, int64 now_ms, const char *const *paused,
 								 int npaused, int64 *after_at, char **after_session,
 								 char **key);
-extern int	a2_direct_level_below(int32 below, int32 *level);
+extern int	a2_direct_level_first(int32 below, const char *const *paused, int npaused,
+								  int32 *level, int64 *at, char **session, char **key);
 
 /*
  * A key decision's count (limits.c's key_leases statement), read directly

@@ -14,7 +14,7 @@
  *	    predicate lane_ready AND processed_at IS NULL AND failed_at IS
  *	    NULL AND (queue IS NOT NULL OR priority IS NOT NULL);
  *	  - a2_events_queue_retry: keyed (A), the same predicate;
- *	  - a2_events_level_available: keyed (COALESCE(priority, 0), A,
+ *	  - a2_events_level_available: keyed (COALESCE(priority, 0) DESC, A,
  *	    session_id), queue and concurrency_key its INCLUDE columns, the
  *	    same predicate;
  *
@@ -24,9 +24,10 @@
  *
  *	  where A is COALESCE(claim_expires_at, GREATEST(not_before,
  *	  created_at)).  Each is valid, and orders every key column as an
- *	  ORDER BY of it does: ascending, nulls last, the type's default btree
- *	  operator family, a text column in its column's collation (that test
- *	  is a2_direct_default_ordering, direct_limits.c's too).  For
+ *	  ORDER BY of it does (ascending with nulls last, the level descending
+ *	  with nulls first), with the type's default btree operator family, a
+ *	  text column in its column's collation (that test is
+ *	  a2_direct_ordering, direct_limits.c's too).  For
  *	  direct_shape.c, when it learns the table's indexes.
  *
  *	  Locks: none (the caller holds the index open).
@@ -39,6 +40,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "nodes/primnodes.h"
@@ -55,11 +57,18 @@
 bool
 a2_direct_default_ordering(Relation rel, Relation ind, Oid type, int i)
 {
+	return a2_direct_ordering(rel, ind, type, i, false);
+}
+
+/* The same, descending (nulls first) where `desc`, as ORDER BY ... DESC. */
+bool
+a2_direct_ordering(Relation rel, Relation ind, Oid type, int i, bool desc)
+{
 	Oid			opclass = GetDefaultOpClass(type, BTREE_AM_OID);
 	AttrNumber	att = ind->rd_index->indkey.values[i];
 
 	return OidIsValid(opclass) &&
-		ind->rd_indoption[i] == 0 &&
+		ind->rd_indoption[i] == (desc ? INDOPTION_DESC | INDOPTION_NULLS_FIRST : 0) &&
 		ind->rd_opfamily[i] == get_opclass_family(opclass) &&
 		(att == 0 ||
 		 ind->rd_indcollation[i] == TupleDescAttr(RelationGetDescr(rel), att - 1)->attcollation);
@@ -246,7 +255,7 @@ a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
 				key_column(ind, 2, att, A2D_SESSION_ID) &&
 				key_column(ind, 3, att, A2D_QUEUE) &&
 				key_column(ind, 4, att, A2D_CONCURRENCY_KEY) &&
-				a2_direct_default_ordering(rel, ind, INT4OID, 0) &&
+				a2_direct_ordering(rel, ind, INT4OID, 0, true) &&
 				a2_direct_default_ordering(rel, ind, INT8OID, 1) &&
 				a2_direct_default_ordering(rel, ind, TEXTOID, 2) &&
 				is_priority(linitial(exprs), att) &&

@@ -6,7 +6,8 @@
  *	  (docs/internals.md, "Direct writes"): a2_events_queue_available,
  *	  keyed (queue, COALESCE(priority, 0), available-since, session_id)
  *	  and including the concurrency key; a2_events_level_available, the
- *	  same keys less the queue, which it includes; a2_events_queue_retry.
+ *	  same keys less the queue, which it includes, the level descending;
+ *	  a2_events_queue_retry.
  *
  *	  Each is an ordered scan of the index with the statement's bounds as
  *	  scan keys, read as the statement's index-only scan reads it: an
@@ -45,6 +46,7 @@
 #include "direct_shape.h"
 #include "limits.h"
 #include "pg_compat.h"
+#include "validate.h"
 
 /* a2_events_queue_available's columns, as its index tuples hold them */
 enum
@@ -100,6 +102,8 @@ typedef struct Skip
 	int			queue_att;		/* the queue's attribute, 0: no queue left out */
 	const char *const *paused;	/* ... and those of these queues ("default": NULL) */
 	int			npaused;
+	int			level_att;		/* the level's attribute, 0: no level left out */
+	int32		below;			/* ... and the levels not below this one */
 } Skip;
 
 static bool
@@ -107,6 +111,15 @@ skipped(IndexTuple itup, TupleDesc desc, const void *arg)
 {
 	const Skip *skip = arg;
 	char		buf[A2_MAX_NAME_BYTES + 1];
+
+	if (skip->level_att > 0)
+	{
+		bool		isnull;
+		Datum		level = index_getattr(itup, skip->level_att, desc, &isnull);
+
+		if (isnull || DatumGetInt32(level) >= skip->below)
+			return true;
+	}
 
 	if (skip->key_att > 0 && name_attr(itup, desc, skip->key_att, buf) &&
 		a2_limits_key_held(buf))
@@ -146,7 +159,7 @@ probe(A2DirectReadIndex which, bool latest,
 
 /* ---- the probes ---------------------------------------------------------- */
 
-static const Skip held_keys = {QA_CONCURRENCY_KEY, 0, NULL, 0};
+static const Skip held_keys = {.key_att = QA_CONCURRENCY_KEY};
 
 typedef struct Bounds
 {
@@ -239,6 +252,8 @@ level_keys(A2ScanKeys *keys, Relation index, const void *arg)
 
 	if (!b->all_queues)
 		queue_key(keys, index, b->queue);
+	else if (b->level > A2_MAX_PRIORITY)
+		return;					/* the top: Skip's level_att checks it */
 	a2_scan_key(keys, 0, b->all_queues ? QA_PRIORITY - 1 : QA_PRIORITY,
 			BTLessStrategyNumber, InvalidOid, F_INT4LT, Int32GetDatum(b->level));
 }
@@ -306,7 +321,7 @@ a2_direct_queue_any_retry(int64 now_ms, int64 *at)
 
 /* ---- a call for every queue: a2_events_level_available -------------------- */
 
-/* its columns, as its index tuples hold them */
+/* its columns, as its index tuples hold them (the level descending) */
 enum
 {
 	LA_PRIORITY = 1,			/* COALESCE(priority, 0) */
@@ -317,37 +332,64 @@ enum
 	LA_NATTS = LA_CONCURRENCY_KEY
 };
 
+/* An entry's position and key, from its values. */
+static void
+level_entry(const Datum *v, const bool *n, int64 *at, char **session, char **key)
+{
+	*at = DatumGetInt64(v[LA_AVAILABLE_AT - 1]);
+	*session = TextDatumGetCString(v[LA_SESSION_ID - 1]);
+	*key = n[LA_CONCURRENCY_KEY - 1] ? NULL :
+		TextDatumGetCString(v[LA_CONCURRENCY_KEY - 1]);
+}
+
 int
 a2_direct_level_next(int32 level, int64 now_ms, const char *const *paused,
 					 int npaused, int64 *after_at, char **after_session, char **key)
 {
 	Bounds		b = {true, NULL, level, now_ms, *after_at, *after_session, false};
-	Skip		skip = {LA_CONCURRENCY_KEY, LA_QUEUE, paused, npaused};
+	Skip		skip = {.key_att = LA_CONCURRENCY_KEY, .queue_att = LA_QUEUE,
+	.paused = paused, .npaused = npaused};
 	Datum		v[LA_NATTS];
 	bool		n[LA_NATTS];
 	int			found = next_head(A2D_READ_LEVEL_AVAILABLE, &b, &skip, LA_NATTS, v, n);
 
 	if (found > 0)
-	{
-		*after_at = DatumGetInt64(v[LA_AVAILABLE_AT - 1]);
-		*after_session = TextDatumGetCString(v[LA_SESSION_ID - 1]);
-		*key = n[LA_CONCURRENCY_KEY - 1] ? NULL :
-			TextDatumGetCString(v[LA_CONCURRENCY_KEY - 1]);
-	}
+		level_entry(v, n, after_at, after_session, key);
 	return found;
 }
 
+/*
+ * The first entry below level `below`, in the index's order: the highest
+ * such level's oldest entry, available now or not, leaving out what
+ * level_next leaves out.
+ */
 int
-a2_direct_level_below(int32 below, int32 *level)
+a2_direct_level_first(int32 below, const char *const *paused, int npaused,
+					  int32 *level, int64 *at, char **session, char **key)
 {
 	Bounds		b = {.all_queues = true, .level = below};
-	Datum		v[LA_PRIORITY];
-	bool		n[LA_PRIORITY];
+	Skip		skip = {.key_att = LA_CONCURRENCY_KEY, .queue_att = LA_QUEUE,
+	.paused = paused, .npaused = npaused};
+	Datum		v[LA_NATTS];
+	bool		n[LA_NATTS];
 	int			found;
 
+	/*
+	 * From the top, the bound is checked on the entries the read returns,
+	 * not as a scan key: the page read checks a scan key on every entry
+	 * of the page, and this one holds for every level a2 writes.
+	 */
+	if (below > A2_MAX_PRIORITY)
+	{
+		skip.level_att = LA_PRIORITY;
+		skip.below = below;
+	}
 	found = probe(A2D_READ_LEVEL_AVAILABLE, true, level_keys, &b,
-				  BackwardScanDirection, NULL, LA_PRIORITY, v, n);
+				  ForwardScanDirection, &skip, LA_NATTS, v, n);
 	if (found > 0)
+	{
 		*level = DatumGetInt32(v[LA_PRIORITY - 1]);
+		level_entry(v, n, at, session, key);
+	}
 	return found;
 }

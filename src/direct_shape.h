@@ -140,6 +140,9 @@ extern bool a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
  * (direct_available.c).
  */
 extern bool a2_direct_default_ordering(Relation rel, Relation ind, Oid type, int i);
+
+/* The same, or descending with nulls first (ORDER BY ... DESC) where `desc`. */
+extern bool a2_direct_ordering(Relation rel, Relation ind, Oid type, int i, bool desc);
 extern void a2_direct_close_read(A2DirectRead *r);
 
 /*

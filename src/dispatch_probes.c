@@ -97,7 +97,8 @@ enum
 {
 	NEXT_SESSION_ID = 1,
 	NEXT_AVAILABLE_AT,
-	NEXT_CONCURRENCY_KEY
+	NEXT_CONCURRENCY_KEY,
+	NEXT_PRIORITY				/* level_first's */
 };
 
 static A2Statement named_next = {
@@ -143,16 +144,25 @@ static A2Statement level_next = {
 	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key")
 };
 
-static A2Statement level_below = {
-	.name = "dispatch_walk.level_below",
+/*
+ * The first entry below a level, every queue's, as the walk would take
+ * it (the paused queues' and held keys' work left out): the highest such
+ * level's oldest entry, available now or later.
+ */
+static A2Statement level_first = {
+	.name = "dispatch_walk.level_first",
 	.index = "a2_events_level_available", .index_since = A2_OBJECTS_0_4,
 	.texts = {A2_TEXT(A2_SINGLE, A2_OBJECTS_0_4,
-					  "SELECT " QPRIO " AS priority FROM @extschema@.a2_events e"
+					  "SELECT e.session_id, " QKEY " AS available_at, e.concurrency_key,"
+					  "       " QPRIO " AS priority"
+					  "  FROM @extschema@.a2_events e"
 					  " WHERE " QPRED " AND " QPRIO " OPERATOR(pg_catalog.<) $1"
-					  " ORDER BY " QPRIO " DESC LIMIT 1")},
-	.nparams = 1,
-	.params = {A2_PARAM("below", INT4OID)},
-	.columns = A2_COLUMNS("priority")
+					  "   AND " Q_UNPAUSED("$3") Q_UNHELD("$2")
+					  " ORDER BY " QPRIO " DESC, " QKEY ", e.session_id LIMIT 1")},
+	.nparams = 3,
+	.params = {A2_PARAM("below", INT4OID), A2_PARAM("held_keys", TEXTARRAYOID),
+	A2_PARAM("paused", TEXTARRAYOID)},
+	.columns = A2_COLUMNS("session_id", "available_at", "concurrency_key", "priority")
 };
 
 static A2Statement named_level = {
@@ -204,7 +214,7 @@ static A2Statement any_retry = {
 };
 
 A2_STATEMENT_GROUP(dispatch_probes, &named_next, &default_next, &plain_next,
-				   &level_next, &level_below, &named_level,
+				   &level_next, &level_first, &named_level,
 				   &default_level, &named_retry, &default_retry, &any_retry);
 
 
@@ -332,16 +342,24 @@ a2_probe_all_head(int32 level, int64 now_ms, const A2Paused *paused, int64 *afte
 }
 
 bool
-a2_probe_all_level_below(int32 below, int32 *level)
+a2_probe_all_first(int32 below, const A2Paused *paused, int32 *level, int64 *at,
+				   char **session, char **key)
 {
 	A2Args		a;
-	int			direct = a2_direct_level_below(below, level);
+	bool		isnull;
+	int			direct = a2_direct_level_first(below, paused->names, paused->n,
+											   level, at, session, key);
 
 	if (direct >= 0)
 		return direct > 0;
-	a2_args_init(&a, &level_below);
+	a2_args_init(&a, &level_first);
 	a2_bind_int4(&a, 1, below);
-	return level_row(&a, level);
+	a2_bind(&a, 2, TEXTARRAYOID, a2_limits_held_keys());
+	a2_bind(&a, 3, TEXTARRAYOID, paused->array);
+	if (!next_row(&a, at, session, key))
+		return false;
+	*level = DatumGetInt32(a2_col(0, NEXT_PRIORITY, &isnull));
+	return true;
 }
 
 bool

@@ -53,11 +53,14 @@ extern void a2_paused_names(A2Paused *paused, Datum array);
 /*
  * A call for every queue (a2_events_level_available): the first entry of
  * `level` of every queue, as a2_probe_head's, the work of the paused
- * queues left out too; and the highest level of any queue below `below`.
+ * queues left out too; and the first entry below level `below` that
+ * a2_probe_all_head would not leave out, available now or later: the
+ * highest such level (*level) and its oldest entry.
  */
 extern bool a2_probe_all_head(int32 level, int64 now_ms, const A2Paused *paused,
 							  int64 *after_at, char **after_session, char **key);
-extern bool a2_probe_all_level_below(int32 below, int32 *level);
+extern bool a2_probe_all_first(int32 below, const A2Paused *paused, int32 *level,
+							   int64 *at, char **session, char **key);
 
 /* The highest level of the queue's entries in a2_events_queue_available below `below`. */
 extern bool a2_probe_level_below(const char *queue, int32 below, int32 *level);

@@ -36,12 +36,13 @@
  *
  *	  A call for every queue (queues NULL) keeps two cursors: the default
  *	  queue's plain level, and one over a2_events_level_available, which
- *	  holds a2_events_queue_available's entries led by the level: it reads
- *	  each level of every queue at once, oldest first, leaving out the
- *	  paused queues' work as it leaves out held keys'.  The order served
- *	  is the merge of the per-queue cursors' orders, with no probe per
- *	  queue, and the cost per session served does not grow with the
- *	  number of queues.
+ *	  holds a2_events_queue_available's entries led by the level, highest
+ *	  first: it reads each level of every queue at once, oldest first,
+ *	  leaving out the paused queues' work as it leaves out held keys'.
+ *	  One probe finds the next level down and its oldest entry together.
+ *	  The order served is the merge of the per-queue cursors' orders, with
+ *	  no probe per queue, and the cost per session served does not grow
+ *	  with the number of queues.
  *
  *	  Locks: none of its own; the caller's try_claim tries the session
  *	  lock (layer.h's order).  Every probe reads the latest committed
@@ -80,6 +81,7 @@ typedef struct Cursor
 {
 	char	   *queue;			/* NULL: the default queue */
 	bool		all;			/* every queue's levels (a call for every queue) */
+	bool		in_level;		/* all: reading `level` past the position */
 	A2Paused	paused;			/* all: the paused queues, left out */
 	bool		plain_only;		/* the default queue's level 0 only */
 	bool		done;
@@ -113,7 +115,7 @@ set_level(Cursor *c, int32 below, bool found, int32 level)
 		c->done = true;			/* its one level is done */
 		return;
 	}
-	if (c->queue == NULL && !c->all && !c->plain && below > 0 && (!found || level < 0))
+	if (c->queue == NULL && !c->plain && below > 0 && (!found || level < 0))
 	{
 		c->plain = true;
 		c->level = 0;
@@ -135,7 +137,6 @@ next_level(Cursor *c, bool first)
 	int32		below = first ? A2_TOP_LEVEL : c->level;
 	int32		level = 0;
 	bool		found = c->plain_only ? false :
-		c->all ? a2_probe_all_level_below(below, &level) :
 		a2_probe_level_below(c->queue, below, &level);
 
 	set_level(c, below, found, level);
@@ -187,9 +188,50 @@ take_head(Cursor *c, int64 at, char *session, char *key)
 	c->head_key = key;
 }
 
+/*
+ * The next head of the cursor of a call for every queue: inside a level,
+ * its next entry available now; past it (and at the start), the first
+ * entry below the level, which is the next level's head when it is
+ * available now.  When it is not, nothing of that level is (its oldest
+ * entry comes first), and the level below it is next: one probe per
+ * level, whatever the number of queues.
+ */
+static void
+fetch_all_head(Cursor *c, int64 now_ms)
+{
+	while (!c->has_head && !c->done)
+	{
+		int64		at = c->after_at;
+		char	   *session = c->after_session;
+		char	   *key = NULL;
+		int32		level;
+
+		if (c->in_level &&
+			a2_probe_all_head(c->level, now_ms, &c->paused, &at, &session, &key))
+		{
+			take_head(c, at, session, key);
+			break;
+		}
+		if (!a2_probe_all_first(c->level, &c->paused, &level, &at, &session, &key))
+		{
+			c->done = true;
+			break;
+		}
+		c->level = level;
+		c->in_level = at <= now_ms;
+		if (c->in_level)
+			take_head(c, at, session, key);
+	}
+}
+
 static void
 fetch_head(Cursor *c, int64 now_ms)
 {
+	if (c->all)
+	{
+		fetch_all_head(c, now_ms);
+		return;
+	}
 	while (!c->has_head && !c->done)
 	{
 		bool		first_plain = c->plain && !c->mark_read;
@@ -200,9 +242,7 @@ fetch_head(Cursor *c, int64 now_ms)
 
 		if (first_plain)
 			plain_start(c, a2_limits_held_keys());
-		found = c->all ?
-			a2_probe_all_head(c->level, now_ms, &c->paused, &at, &session, &key) :
-			a2_probe_head(c->queue, c->plain, c->level, now_ms, &at, &session, &key);
+		found = a2_probe_head(c->queue, c->plain, c->level, now_ms, &at, &session, &key);
 		if (found)
 			take_head(c, at, session, key);
 		if (first_plain)
@@ -270,8 +310,9 @@ never_queued(void)
 
 /*
  * The cursors of the queues served, paused ones left out; *paused: the
- * paused queues.  *any_queued: a call for every queue found entries in
- * a2_events_queue_available (a call for some queues: always true).
+ * paused queues.  *any_queued: a call for every queue may find entries in
+ * a2_events_queue_available (not never_queued; a call for some queues:
+ * always true).
  */
 static Cursor *
 served_cursors(Datum queues, Datum *paused, bool *any_queued, int *count)
@@ -309,20 +350,12 @@ served_cursors(Datum queues, Datum *paused, bool *any_queued, int *count)
 	{
 		/*
 		 * Every queue: the default queue's plain level, and one cursor
-		 * over every queue's other levels (a2_events_level_available).
+		 * over every queue's other levels (a2_events_level_available),
+		 * which starts above the top level.
 		 */
-		int32		top = 0;
-		bool		has_levels = false;
-
 		cur = palloc0(sizeof(Cursor) * 2);
-		if (never_queued())
-			*paused = a2_text_array(NULL, 0);
-		else
-		{
-			*paused = a2_paused_queues();
-			has_levels = a2_probe_all_level_below(A2_TOP_LEVEL, &top);
-		}
-		*any_queued = has_levels;
+		*any_queued = !never_queued();
+		*paused = *any_queued ? a2_paused_queues() : a2_text_array(NULL, 0);
 		if (!in_array("default", *paused))
 		{
 			cur[n].plain_only = true;
@@ -331,11 +364,13 @@ served_cursors(Datum queues, Datum *paused, bool *any_queued, int *count)
 			cur[n].after_at = PG_INT64_MIN;
 			cur[n++].started = true;
 		}
-		if (has_levels)
+		if (*any_queued)
 		{
 			cur[n].all = true;
 			a2_paused_names(&cur[n].paused, *paused);
-			set_level(&cur[n], A2_TOP_LEVEL, true, top);
+			cur[n].level = A2_TOP_LEVEL;
+			cur[n].after_at = PG_INT64_MIN;
+			cur[n].after_session = "";
 			cur[n++].started = true;
 		}
 	}

@@ -66,11 +66,12 @@ CREATE INDEX a2_events_queue_available
 -- src/dispatch_walk.c): the entries of a2_events_queue_available led by
 -- the priority instead of the queue, so the walk reads each level of all
 -- queues at once, oldest first, with one cursor instead of one per queue
--- (and no probe per queue to find them).  The queue and the concurrency
--- key are included: the walk leaves out paused queues' and held keys'
--- work without visiting the row.
+-- (and no probe per queue to find them).  The highest priority comes
+-- first, so one probe finds the next level down and its oldest entry at
+-- once.  The queue and the concurrency key are included: the walk leaves
+-- out paused queues' and held keys' work without visiting the row.
 CREATE INDEX a2_events_level_available
-	ON a2_events ((COALESCE(priority, 0)),
+	ON a2_events ((COALESCE(priority, 0)) DESC,
 				  (COALESCE(claim_expires_at, GREATEST(not_before, created_at))), session_id)
 	INCLUDE (queue, concurrency_key)
 	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL

@@ -765,7 +765,7 @@ CREATE INDEX IF NOT EXISTS a2_events_queue_available
 	  AND (queue IS NOT NULL OR priority IS NOT NULL);
 
 CREATE INDEX IF NOT EXISTS a2_events_level_available
-	ON a2_events ((COALESCE(priority, 0)),
+	ON a2_events ((COALESCE(priority, 0)) DESC,
 				  (COALESCE(claim_expires_at, GREATEST(not_before, created_at))), session_id)
 	INCLUDE (queue, concurrency_key)
 	WHERE lane_ready AND processed_at IS NULL AND failed_at IS NULL
