@@ -367,11 +367,54 @@ key_lease_count(const char *key, int64 now_ms, int64 *first_expiry)
 	return leased;
 }
 
+/*
+ * The key's budget from its counts (the latest committed state): its live
+ * leases under max_leased (> 0), its claims of the last per_ms under
+ * rate_max (> 0); retry_at, when the budget is spent, the first time
+ * either may admit again.
+ */
+static void
+count_budget(KeyEntry *entry, const char *key, int64 now_ms, int32 max_leased,
+			 int32 rate_max, int64 per_ms)
+{
+	A2Args		a;
+
+	entry->budget = PG_INT64_MAX;
+	entry->retry_at = PG_INT64_MAX;
+	if (max_leased > 0)
+	{
+		int64		first_expiry;
+
+		entry->budget = max_leased - key_lease_count(key, now_ms, &first_expiry);
+		if (entry->budget <= 0)
+			entry->retry_at = first_expiry;
+	}
+	if (entry->rated)
+	{
+		int64		claims;
+		int64		rate_budget;
+
+		a2_args_init(&a, &key_claims);
+		a2_bind_text(&a, 1, key);
+		a2_bind_int8(&a, 2, now_ms);
+		a2_bind_int8(&a, 3, per_ms);
+		a2_exec_latest(&a, SPI_OK_SELECT);
+		claims = a2_col_int64(0, KEY_CLAIMS_CLAIMS);
+		rate_budget = rate_max - claims;
+		if (rate_budget <= 0)
+		{
+			int64		free_at = a2_col_int64(0, KEY_CLAIMS_OLDEST) + per_ms;
+
+			entry->retry_at = entry->budget <= 0 ? Max(entry->retry_at, free_at) : free_at;
+		}
+		entry->budget = Min(entry->budget, rate_budget);
+	}
+}
+
 /* Read a key's limits and counts: its budget for this pass. */
 static void
 decide(KeyEntry *entry, const char *key, int64 now_ms)
 {
-	A2Args		a;
 	int32		max_leased,
 				rate_max;
 	int64		per_ms;
@@ -402,42 +445,22 @@ decide(KeyEntry *entry, const char *key, int64 now_ms)
 		entry->retry_at = now_ms;
 		return;
 	}
+	count_budget(entry, key, now_ms, max_leased, rate_max, per_ms);
+	if (entry->budget > 0 || entry->retry_at == PG_INT64_MAX)
+		return;
+
 	/*
-	 * Before the counts' snapshot: a release that commits after it changes
-	 * the version (key_park.c), unless it was prepared before, which the
-	 * check of prepared transactions, also before the counts, finds.
+	 * Spent until retry_at: the key may be parked (key_park.h), on counts
+	 * taken again after its version is read.  A release that commits
+	 * after that read changes the version, unless it was prepared before,
+	 * which the check of prepared transactions, also before the counts,
+	 * finds: then nothing is parked.  A key with budget is never parked,
+	 * so it pays for neither.
 	 */
 	version = a2_key_park_version(key);
-	if (version != 0 && a2_prepared_xacts_waiting())
-		version = 0;			/* nothing is parked */
-	if (max_leased > 0)
-	{
-		int64		first_expiry;
-
-		entry->budget = max_leased - key_lease_count(key, now_ms, &first_expiry);
-		if (entry->budget <= 0)
-			entry->retry_at = first_expiry;
-	}
-	if (entry->rated)
-	{
-		int64		claims;
-		int64		rate_budget;
-
-		a2_args_init(&a, &key_claims);
-		a2_bind_text(&a, 1, key);
-		a2_bind_int8(&a, 2, now_ms);
-		a2_bind_int8(&a, 3, per_ms);
-		a2_exec_latest(&a, SPI_OK_SELECT);
-		claims = a2_col_int64(0, KEY_CLAIMS_CLAIMS);
-		rate_budget = rate_max - claims;
-		if (rate_budget <= 0)
-		{
-			int64		free_at = a2_col_int64(0, KEY_CLAIMS_OLDEST) + per_ms;
-
-			entry->retry_at = entry->budget <= 0 ? Max(entry->retry_at, free_at) : free_at;
-		}
-		entry->budget = Min(entry->budget, rate_budget);
-	}
+	if (version == 0 || a2_prepared_xacts_waiting())
+		return;
+	count_budget(entry, key, now_ms, max_leased, rate_max, per_ms);
 	if (entry->budget <= 0 && entry->retry_at != PG_INT64_MAX)
 		a2_key_park_propose(key, version, now_ms, entry->retry_at);
 }
