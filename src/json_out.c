@@ -462,12 +462,50 @@ a2_stored_from_row(A2StoredEvent *ev, HeapTuple tuple, TupleDesc desc, bool full
 	}
 }
 
+/* jsonb's order of object keys: shorter first, then bytewise */
+static int
+jsonb_key_order(const void *a, const void *b)
+{
+	const char *ka = stored_keys[*(const int *) a].key;
+	const char *kb = stored_keys[*(const int *) b].key;
+	size_t		la = strlen(ka);
+	size_t		lb = strlen(kb);
+
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return memcmp(ka, kb, la);
+}
+
+/*
+ * stored_keys' indexes in jsonb's order of keys, found once: an object
+ * pushed in that order is stored as it comes (pushJsonbValue sorts each
+ * object's keys, and a sorted input costs one comparison per key).
+ */
+static const int *
+emit_order(void)
+{
+	static int	order[lengthof(stored_keys)];
+	static bool known = false;
+
+	if (!known)
+	{
+		for (int i = 0; i < (int) lengthof(stored_keys); i++)
+			order[i] = i;
+		qsort(order, lengthof(stored_keys), sizeof(int), jsonb_key_order);
+		known = true;
+	}
+	return order;
+}
+
 void
 a2j_stored_event(A2Json *js, const char *key, const A2StoredEvent *ev, bool full)
 {
+	const int  *order = emit_order();
+
 	a2j_begin_object(js, key);
-	for (int i = 0; i < (int) lengthof(stored_keys); i++)
+	for (int o = 0; o < (int) lengthof(stored_keys); o++)
 	{
+		int			i = order[o];
 		const char *k = stored_keys[i].key;
 		int			col = stored_keys[i].col;
 
