@@ -56,6 +56,22 @@ static Oid	events_relid = InvalidOid;
 static A2Objects objects = A2_OBJECTS_LATEST;
 static bool distributed = false;
 
+/*
+ * a2_relid's answers (InvalidOid included), forgotten at every change of
+ * pg_class, as the syscache entry it copies would be, and when the state
+ * is read again.
+ */
+#define RELID_CACHE_SIZE 32
+static struct
+{
+	char		name[NAMEDATALEN];
+	Oid			relid;
+}			relids[RELID_CACHE_SIZE];
+static int	nrelids = 0;
+
+/* a2_events, locked by a refresh in this (sub)transaction: the next is a no-op */
+static Oid	locked_relid = InvalidOid;
+
 const char *
 a2_objects_name(A2Objects o)
 {
@@ -70,10 +86,37 @@ relcache_callback(Datum arg, Oid relid)
 		cache_valid = false;
 }
 
+static void
+pg_class_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	nrelids = 0;
+}
+
+/*
+ * Any end or start of a transaction or subtransaction: the lock may be
+ * gone (a subtransaction's abort releases what it took), so the next
+ * refresh takes it again.
+ */
+static void
+lock_xact_callback(XactEvent event, void *arg)
+{
+	locked_relid = InvalidOid;
+}
+
+static void
+lock_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	locked_relid = InvalidOid;
+}
+
 void
 a2_extension_init(void)
 {
 	CacheRegisterRelcacheCallback(relcache_callback, (Datum) 0);
+	CacheRegisterSyscacheCallback(RELNAMENSP, pg_class_callback, (Datum) 0);
+	RegisterXactCallback(lock_xact_callback, NULL);
+	RegisterSubXactCallback(lock_subxact_callback, NULL);
 }
 
 static A2Objects
@@ -190,6 +233,7 @@ read_state(void)
 	}
 	events_relid = relid;
 	schema_oid = nsp;
+	nrelids = 0;
 	cache_valid = true;
 }
 
@@ -201,16 +245,22 @@ read_state(void)
  * objects' texts, not the old ones planned again against the new objects
  * (whose indexes differ: an old text can find its index gone).  In a
  * backend's first call the cache is read, then a2_events locked, then the
- * cache checked again.  Every call's statements lock a2_events anyway;
- * inside one transaction the lock is a lookup.
+ * cache checked again.  Every call's statements lock a2_events anyway.
+ * Once granted, the lock is held to the end of the transaction (or of the
+ * subtransaction that took it, if it aborts), and taking it again would
+ * be a lookup that delivers nothing: a refresh takes it once.
  */
 void
 a2_extension_refresh(void)
 {
 	for (;;)
 	{
-		if (OidIsValid(events_relid) && IsTransactionState())
+		if (OidIsValid(events_relid) && events_relid != locked_relid &&
+			IsTransactionState())
+		{
 			LockRelationOid(events_relid, AccessShareLock);
+			locked_relid = events_relid;
+		}
 		if (cache_valid)
 			return;
 		read_state();
@@ -248,8 +298,19 @@ a2_extension_generation(void)
 Oid
 a2_relid(const char *relname)
 {
+	Oid			relid;
+
 	a2_extension_refresh();
-	return get_relname_relid(relname, schema_oid);
+	for (int i = 0; i < nrelids; i++)
+		if (strcmp(relids[i].name, relname) == 0)
+			return relids[i].relid;
+	relid = get_relname_relid(relname, schema_oid);
+	if (nrelids < RELID_CACHE_SIZE && strlen(relname) < NAMEDATALEN)
+	{
+		strlcpy(relids[nrelids].name, relname, NAMEDATALEN);
+		relids[nrelids++].relid = relid;
+	}
+	return relid;
 }
 
 bool
