@@ -212,7 +212,9 @@ fetch_all_head(Cursor *c, int64 now_ms)
 			take_head(c, at, session, key);
 			break;
 		}
-		if (!a2_probe_all_first(c->level, &c->paused, &level, &at, &session, &key))
+		/* each level is below the last, so the walk ends */
+		if (!a2_probe_all_first(c->level, &c->paused, &level, &at, &session, &key) ||
+			level >= c->level)
 		{
 			c->done = true;
 			break;

@@ -21,7 +21,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS a2;
-SELECT plan(11);
+SELECT plan(13);
 
 SET LOCAL a2.now = '2026-03-01 00:00:00+00';
 SELECT a2_set_concurrency_limit('kq', 1) IS NOT NULL AS limit_set \gset
@@ -119,6 +119,26 @@ SELECT cmp_ok((SELECT count(*) FROM pg_backend_memory_contexts
 				WHERE ident LIKE '%l.max_leased, l.rate_max, l.rate_per_ms FROM%'
 				  AND ident NOT LIKE '%pg_backend_memory_contexts%'), '>', 0::bigint,
 			  'with row-level security on a2_limits, kq''s limit was read by its statement');
+ROLLBACK TO SAVEPOINT walk;
+
+-- 2c. A level above the range a2 accepts (a row changed by hand) is left
+-- out of a call for every queue by the direct read, as by the statement.
+-- From the top the direct read has no scan key on the level and checks
+-- the bound on each entry it returns; the statement has the bound as an
+-- index condition.
+SET LOCAL a2.now = '2026-03-01 00:00:01+00';
+UPDATE a2_events SET priority = 40000 WHERE session_id = 'dq-b';
+SAVEPOINT high;
+SET LOCAL a2.direct_writes = on;
+SELECT a2_claim_next('w9', 30000, 20) AS high_on \gset
+ROLLBACK TO SAVEPOINT high;
+SET LOCAL a2.direct_writes = off;
+SELECT a2_claim_next('w9', 30000, 20) AS high_off \gset
+SELECT is(:'high_on'::jsonb, :'high_off'::jsonb,
+		  'a level above 32767 gets the same answer with and without the direct walk');
+SELECT ok(NOT (:'high_on'::jsonb -> 'claims') @> '[{"sessionId": "dq-b"}]'
+		  AND jsonb_array_length(:'high_on'::jsonb -> 'claims') > 5,
+		  'which serves the other sessions and leaves that level out');
 ROLLBACK TO SAVEPOINT walk;
 
 -- 3. The same walk by statement, from the same rows.
