@@ -19,6 +19,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
@@ -264,6 +265,14 @@ a2_json_field(JsonbContainer *obj, const char *key, JsonbValue *out)
 
 /* --- event rows ------------------------------------------------------- */
 
+/* An int4 or int8 column's value (not null) as an int64. */
+static int64
+int_value(TupleDesc desc, int col, Datum d)
+{
+	return TupleDescAttr(desc, col - 1)->atttypid == INT4OID ?
+		DatumGetInt32(d) : DatumGetInt64(d);
+}
+
 static int64
 col_int(HeapTuple tuple, TupleDesc desc, int col, bool *isnull)
 {
@@ -271,8 +280,7 @@ col_int(HeapTuple tuple, TupleDesc desc, int col, bool *isnull)
 
 	if (*isnull)
 		return 0;
-	return TupleDescAttr(desc, col - 1)->atttypid == INT4OID ?
-		DatumGetInt32(d) : DatumGetInt64(d);
+	return int_value(desc, col, d);
 }
 
 typedef enum ColKind
@@ -416,24 +424,27 @@ stored_wait(A2StoredEvent *ev)
 void
 a2_stored_from_row(A2StoredEvent *ev, HeapTuple tuple, TupleDesc desc, bool full)
 {
+	/* every column at once: reading them one by one walks the row each time */
+	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+
+	heap_deform_tuple(tuple, desc, values, nulls);
 	memset(ev->present, 0, sizeof(ev->present));
 	for (int i = 0; i < (int) lengthof(stored_keys); i++)
 	{
 		int			col = stored_keys[i].col;
-		bool		isnull;
 		Datum		d;
 
-		if ((!full && stored_keys[i].full_only) || col > desc->natts)
+		if ((!full && stored_keys[i].full_only) || col > desc->natts ||
+			nulls[col - 1])
 			continue;
-		d = SPI_getbinval(tuple, desc, col, &isnull);
-		if (isnull)
-			continue;
+		d = values[col - 1];
 		ev->present[col] = true;
 		switch (stored_keys[i].kind)
 		{
 			case COL_INT:
 			case COL_ISO:
-				ev->num[col] = col_int(tuple, desc, col, &isnull);
+				ev->num[col] = int_value(desc, col, d);
 				break;
 			case COL_TEXT:
 				ev->text[col] = TextDatumGetCString(d);
@@ -443,6 +454,8 @@ a2_stored_from_row(A2StoredEvent *ev, HeapTuple tuple, TupleDesc desc, bool full
 				break;
 		}
 	}
+	pfree(values);
+	pfree(nulls);
 	if (ev->present[A2C_WAIT_FOR])
 		stored_wait(ev);
 	if (ev->present[A2C_CAUSE])
