@@ -293,15 +293,12 @@ in_array(const char *name, Datum arr)
  * probes' snapshots.
  */
 static bool
-never_queued(void)
+never_written(const char *index_name)
 {
-	Oid			relid;
+	Oid			relid = a2_relid(index_name);
 	Relation	index;
 	bool		empty;
 
-	if (!a2_queues_never_paused())
-		return false;
-	relid = a2_relid("a2_events_queue_available");
 	if (!OidIsValid(relid))
 		return false;
 	index = index_open(relid, AccessShareLock);
@@ -310,19 +307,38 @@ never_queued(void)
 	return empty;
 }
 
+static bool
+never_queued(void)
+{
+	return a2_queues_never_paused() && never_written("a2_events_queue_available");
+}
+
+/*
+ * The same for the default queue's priority-0 work: nothing was ever
+ * written to a2_events_default_available (a deployment whose work is all
+ * in named queues or has priorities).  On one server only: in distributed
+ * mode the entries are in the shards' indexes.
+ */
+static bool
+never_plain(void)
+{
+	return !a2_distributed() && never_written("a2_events_default_available");
+}
+
 /*
  * The cursors of the queues served, paused ones left out; *paused: the
  * paused queues.  *any_queued: a call for every queue may find entries in
  * a2_events_queue_available (not never_queued; a call for some queues:
- * always true).
+ * always true); *any_plain, the same in a2_events_default_available.
  */
 static Cursor *
-served_cursors(Datum queues, Datum *paused, bool *any_queued, int *count)
+served_cursors(Datum queues, Datum *paused, bool *any_queued, bool *any_plain, int *count)
 {
 	Cursor	   *cur;
 	int			n = 0;
 
 	*any_queued = true;
+	*any_plain = true;
 	if (queues)
 	{
 		Datum	   *elems;
@@ -358,7 +374,8 @@ served_cursors(Datum queues, Datum *paused, bool *any_queued, int *count)
 		cur = palloc0(sizeof(Cursor) * 2);
 		*any_queued = !never_queued();
 		*paused = *any_queued ? a2_paused_queues() : a2_text_array(NULL, 0);
-		if (!in_array("default", *paused))
+		*any_plain = !never_plain();
+		if (*any_plain && !in_array("default", *paused))
 		{
 			cur[n].plain_only = true;
 			cur[n].plain = true;
@@ -453,7 +470,8 @@ a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms, int max_sessions,
 {
 	int			n;
 	bool		any_queued;
-	Cursor	   *cur = served_cursors(queues, paused, &any_queued, &n);
+	bool		any_plain;
+	Cursor	   *cur = served_cursors(queues, paused, &any_queued, &any_plain, &n);
 	HTAB	   *served = session_set();
 	int			claimed = 0;
 
@@ -513,7 +531,8 @@ a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms, int max_sessions,
 		 * retryAt is a time to look again, and an early one costs a call.
 		 * The first is left out when the call began with nothing in
 		 * a2_events_queue_available: the walk's claims of plain work add
-		 * nothing there.
+		 * nothing there; the second, likewise, when nothing was ever in
+		 * a2_events_default_available.
 		 */
 		int64		t;
 
@@ -522,7 +541,7 @@ a2_dispatch_walk(Datum queues, Datum *paused, int64 now_ms, int max_sessions,
 			*retry_at = t;
 			*has_retry = true;
 		}
-		if (plain_retry(now_ms, &t) && (!*has_retry || t < *retry_at))
+		if (any_plain && plain_retry(now_ms, &t) && (!*has_retry || t < *retry_at))
 		{
 			*retry_at = t;
 			*has_retry = true;
