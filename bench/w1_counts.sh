@@ -14,6 +14,11 @@
 #   A2_WC_TXNS      transactions per run, over all clients [10000]
 #   A2_WC_CLIENTS   client counts ["1 4"]
 #   A2_WC_REPEAT    rounds [2]
+#   A2_WC_PERF=1    also count, with `perf stat -a` around each run, what
+#                   the whole machine did per transaction: system calls
+#                   (every process's: backends, pgbench, WAL writer, a2's
+#                   notifier), context switches and CPU milliseconds
+#                   (task-clock).  Needs perf and its tracepoints.
 #   A2_PGDATA, A2_PGPORT  the cluster, as for bench/run.sh
 set -euo pipefail
 # shellcheck source=bench/lib.sh
@@ -27,12 +32,29 @@ bench_cluster_start
 bench_create_db "$DB"
 bench_psql "$DB" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"
 
+PERF=${A2_WC_PERF:-0}
+perf_out=$(dirname "$A2_PGDATA")/w1-counts-perf.csv
+
+# perf stat's count of one event (-x, output: value,unit,event,...)
+perf_count() {
+	awk -F, -v e="$1" '$3 == e || index($3, e) == 1 { print $1; exit }' "$perf_out"
+}
+
 one() {
-	local name=$1 script=$2 clients=$3 round=$4 lsn0 lsn1 out tps
+	local name=$1 script=$2 clients=$3 round=$4 lsn0 lsn1 out tps kernel=""
+	local run=("$PGBENCH" -n -M prepared -c "$clients" -t $((TXNS / clients))
+		-D prefix="'wc-$name-$clients-$round-'" -f "$BENCH_DIR/$script" "$DB")
 	bench_psql "$DB" -c "SELECT pg_stat_statements_reset()" -c "CHECKPOINT" >/dev/null
 	lsn0=$("$PSQL" -X -A -t -d "$DB" -c "SELECT pg_current_wal_insert_lsn()")
-	out=$("$PGBENCH" -n -M prepared -c "$clients" -t $((TXNS / clients)) \
-		-D prefix="'wc-$name-$clients-$round-'" -f "$BENCH_DIR/$script" "$DB" 2>&1)
+	if [ "$PERF" = 1 ]; then
+		out=$(perf stat -a -x, -o "$perf_out" \
+			-e raw_syscalls:sys_enter,context-switches,task-clock -- "${run[@]}" 2>&1)
+		kernel=$(awk -v s="$(perf_count raw_syscalls:sys_enter)" \
+			-v c="$(perf_count context-switches)" -v t="$(perf_count task-clock)" -v n="$TXNS" \
+			'BEGIN { printf " %.1f | %.2f | %.4f |", s / n, c / n, t / n }')
+	else
+		out=$("${run[@]}" 2>&1)
+	fi
 	lsn1=$("$PSQL" -X -A -t -d "$DB" -c "SELECT pg_current_wal_insert_lsn()")
 	tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -n 1)
 	"$PSQL" -X -A -t -F ' | ' -d "$DB" -c "
@@ -44,13 +66,18 @@ one() {
 			   round((total_exec_time / calls)::numeric, 4), round($tps)
 		  FROM pg_stat_statements
 		 WHERE calls >= $TXNS / 2 AND query NOT LIKE '%pg_stat_statements%'
-		 ORDER BY calls DESC LIMIT 1" | sed 's/^/| /; s/$/ |/'
+		 ORDER BY calls DESC LIMIT 1" | sed "s/^/| /; s/\$/ |$kernel/"
 }
 
 bench_machine
 echo
-echo "| workload | clients | round | WAL B/tx | WAL records/call | FPI/call | buffers hit/call | dirtied/call | exec ms/call | TPS |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+if [ "$PERF" = 1 ]; then
+	echo "| workload | clients | round | WAL B/tx | WAL records/call | FPI/call | buffers hit/call | dirtied/call | exec ms/call | TPS | syscalls/tx | context switches/tx | CPU ms/tx |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+else
+	echo "| workload | clients | round | WAL B/tx | WAL records/call | FPI/call | buffers hit/call | dirtied/call | exec ms/call | TPS |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
+fi
 for ((r = 1; r <= REPEAT; r++)); do
 	for c in $CLIENTS; do
 		one W1 w1_append.sql "$c" "$r"
