@@ -284,12 +284,9 @@ in_array(const char *name, Datum arr)
 }
 
 /*
- * Nothing to look for: no queue was ever paused, and nothing was ever
- * written to a2_events_queue_available (its btree has its metapage only;
- * an entry of a transaction in progress has a page already).  The call
- * would find no paused queue, no level in a2_events_level_available and
- * no entry in a2_events_queue_retry (the three have the same predicate).
- * A queue that appears after this check is as one that appears after the
+ * Nothing was ever written to the btree index_name: it has its metapage
+ * only (an entry of a transaction in progress has a page already).  An
+ * entry that appears after this check is as one that appears after the
  * probes' snapshots.
  */
 static bool
@@ -307,6 +304,12 @@ never_written(const char *index_name)
 	return empty;
 }
 
+/*
+ * Nothing to look for: no queue was ever paused, and nothing was ever
+ * written to a2_events_queue_available.  The call would find no paused
+ * queue, no level in a2_events_level_available and no entry in
+ * a2_events_queue_retry (the three have the same predicate).
+ */
 static bool
 never_queued(void)
 {
