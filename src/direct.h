@@ -160,19 +160,10 @@ extern int	a2_direct_key_leases(const char *key, int64 now_ms, int64 *leased,
 
 /*
  * The a2_limits row of `key` (limits.c's key_limits statement), read
- * directly (direct_limits.c): 1 found, 0 none, -1 the statement is to
- * run.
+ * directly (direct_limits.c), a null limit as -1 and a null window as 0:
+ * 1 found, 0 none, -1 the statement is to run.
  */
-typedef struct A2KeyLimits
-{
-	int32		max_leased;
-	bool		max_leased_null;
-	int32		rate_max;
-	bool		rate_max_null;
-	int64		rate_per_ms;
-	bool		rate_per_ms_null;
-} A2KeyLimits;
-
-extern int	a2_direct_key_limits(const char *key, A2KeyLimits *out);
+extern int	a2_direct_key_limits(const char *key, int32 *max_leased, int32 *rate_max,
+								 int64 *per_ms);
 
 #endif							/* A2_DIRECT_H */

@@ -138,7 +138,7 @@ learn(Relation rel)
 }
 
 int
-a2_direct_key_limits(const char *key, A2KeyLimits *out)
+a2_direct_key_limits(const char *key, int32 *max_leased, int32 *rate_max, int64 *per_ms)
 {
 	Relation	rel = a2_direct_open_table("a2_limits");
 	Relation	ind;
@@ -167,14 +167,15 @@ a2_direct_key_limits(const char *key, A2KeyLimits *out)
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	if (found)
 	{
+		bool		isnull;
 		Datum		v;
 
-		v = slot_getattr(slot, known.att[L_MAX_LEASED], &out->max_leased_null);
-		out->max_leased = out->max_leased_null ? 0 : DatumGetInt32(v);
-		v = slot_getattr(slot, known.att[L_RATE_MAX], &out->rate_max_null);
-		out->rate_max = out->rate_max_null ? 0 : DatumGetInt32(v);
-		v = slot_getattr(slot, known.att[L_RATE_PER_MS], &out->rate_per_ms_null);
-		out->rate_per_ms = out->rate_per_ms_null ? 0 : DatumGetInt64(v);
+		v = slot_getattr(slot, known.att[L_MAX_LEASED], &isnull);
+		*max_leased = isnull ? -1 : DatumGetInt32(v);
+		v = slot_getattr(slot, known.att[L_RATE_MAX], &isnull);
+		*rate_max = isnull ? -1 : DatumGetInt32(v);
+		v = slot_getattr(slot, known.att[L_RATE_PER_MS], &isnull);
+		*per_ms = isnull ? 0 : DatumGetInt64(v);
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);

@@ -310,23 +310,17 @@ try_lock_key(const char *key)
 /*
  * The key's a2_limits row, read directly where it may (direct.h), else by
  * the key_limits statement; false: the key has no limit.  A null limit
- * reads as -1.
+ * reads as -1, a null window as 0.
  */
 static bool
 key_limits_row(const char *key, int32 *max_leased, int32 *rate_max, int64 *per_ms)
 {
-	A2KeyLimits row;
 	A2Args		a;
 	bool		isnull;
-	int			direct = a2_direct_key_limits(key, &row);
+	int			direct = a2_direct_key_limits(key, max_leased, rate_max, per_ms);
 
 	if (direct >= 0)
-	{
-		*max_leased = row.max_leased_null ? -1 : row.max_leased;
-		*rate_max = row.rate_max_null ? -1 : row.rate_max;
-		*per_ms = row.rate_per_ms;
 		return direct > 0;
-	}
 	a2_args_init(&a, &key_limits);
 	a2_bind_text(&a, 1, key);
 	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
