@@ -245,6 +245,12 @@ a2_direct_queue_next(const char *queue, int32 level, int64 now_ms,
 	return found;
 }
 
+/* A read of the whole index, in order. */
+static void
+no_keys(A2ScanKeys *keys, Relation index, const void *arg)
+{
+}
+
 static void
 level_keys(A2ScanKeys *keys, Relation index, const void *arg)
 {
@@ -252,8 +258,6 @@ level_keys(A2ScanKeys *keys, Relation index, const void *arg)
 
 	if (!b->all_queues)
 		queue_key(keys, index, b->queue);
-	else if (b->level > A2_MAX_PRIORITY)
-		return;					/* the top: Skip's level_att checks it */
 	a2_scan_key(keys, 0, b->all_queues ? QA_PRIORITY - 1 : QA_PRIORITY,
 			BTLessStrategyNumber, InvalidOid, F_INT4LT, Int32GetDatum(b->level));
 }
@@ -384,7 +388,8 @@ a2_direct_level_first(int32 below, const char *const *paused, int npaused,
 		skip.level_att = LA_PRIORITY;
 		skip.below = below;
 	}
-	found = probe(A2D_READ_LEVEL_AVAILABLE, true, level_keys, &b,
+	found = probe(A2D_READ_LEVEL_AVAILABLE, true,
+				  skip.level_att > 0 ? no_keys : level_keys, &b,
 				  ForwardScanDirection, &skip, LA_NATTS, v, n);
 	if (found > 0)
 	{

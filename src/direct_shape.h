@@ -124,6 +124,7 @@ typedef struct A2DirectRead
 } A2DirectRead;
 
 extern bool a2_direct_open_read(A2DirectRead *r, A2DirectReadIndex which);
+extern void a2_direct_close_read(A2DirectRead *r);
 
 /*
  * Whether index `ind` of a2_events (`rel`; its IndexInfo `ii`, `att` the
@@ -143,7 +144,6 @@ extern bool a2_direct_default_ordering(Relation rel, Relation ind, Oid type, int
 
 /* The same, or descending with nulls first (ORDER BY ... DESC) where `desc`. */
 extern bool a2_direct_ordering(Relation rel, Relation ind, Oid type, int i, bool desc);
-extern void a2_direct_close_read(A2DirectRead *r);
 
 /*
  * Push the snapshot SPI would take for a statement of a call that writes,
