@@ -237,13 +237,16 @@ fetch_head(Cursor *c, int64 now_ms)
 	while (!c->has_head && !c->done)
 	{
 		bool		first_plain = c->plain && !c->mark_read;
-		int64		at = c->after_at;
-		char	   *session = c->after_session;
+		int64		at;
+		char	   *session;
 		char	   *key = NULL;
 		bool		found;
 
+		/* the walk mark moves the start: read the position after it */
 		if (first_plain)
 			plain_start(c, a2_limits_held_keys());
+		at = c->after_at;
+		session = c->after_session;
 		found = a2_probe_head(c->queue, c->plain, c->level, now_ms, &at, &session, &key);
 		if (found)
 			take_head(c, at, session, key);
