@@ -16,6 +16,7 @@
 #                        longtx-rr callgrind]
 #   A2_I30_W1_ROUNDS     alternated rounds of W1 / B1 [10]
 #   A2_I30_HELD          seconds of each held-snapshot run [600]
+#   A2_I30_LONGTX        workloads of the two longtx steps [W4 P4 W9 B9]
 #   A2_I30_CG_PGDATA, A2_I30_CG_PGPORT  the second cluster, for callgrind
 #                        [$(dirname A2_PGDATA)/cg/data, A2_PGPORT + 10]
 #   A2_BENCH_OUT         output directory [$(dirname A2_PGDATA)/results-issue30/<timestamp>]
@@ -32,6 +33,7 @@ set -euo pipefail
 STEPS=${A2_I30_STEPS:-w1 w4 fresh w9 pgmq longtx-none longtx-rr callgrind}
 W1_ROUNDS=${A2_I30_W1_ROUNDS:-10}
 HELD=${A2_I30_HELD:-600}
+LONGTX=${A2_I30_LONGTX:-W4 P4 W9 B9}
 CG_PGDATA=${A2_I30_CG_PGDATA:-$(dirname "$A2_PGDATA")/cg/data}
 CG_PGPORT=${A2_I30_CG_PGPORT:-$((A2_PGPORT + 10))}
 OUT=${A2_BENCH_OUT:-$(dirname "$A2_PGDATA")/results-issue30/$(date +%Y%m%d-%H%M%S)}
@@ -68,7 +70,7 @@ stamp() {
 longtx() {
 	local variant=$1 secs=$2 interval=$3
 	A2_LONGTX_SECONDS=$secs A2_LONGTX_INTERVAL=$interval \
-		A2_LONGTX_WORKLOADS="W4 P4 W9 B9" A2_LONGTX_VARIANTS=$variant \
+		A2_LONGTX_WORKLOADS=$LONGTX A2_LONGTX_VARIANTS=$variant \
 		A2_BENCH_OUT=$OUT/longtx bash "$BENCH_DIR/longtx.sh" >"$OUT/longtx-$variant.md"
 }
 
