@@ -55,30 +55,24 @@ enum
 	LOCK_EVENT_DEAD_LETTERED,
 	LOCK_EVENT_CONCURRENCY_KEY,
 	LOCK_EVENT_HAS_LANE,
-	LOCK_EVENT_ROW_ID,
-	LOCK_EVENT_HAS_PINS
+	LOCK_EVENT_ROW_ID
 };
 
 /*
- * On one server it also gives what a direct finish (direct.h) needs: the
- * locked row version, and whether finish_event's pin release could find
- * anything (a pin of this event, or any history row of the session).
- * Elsewhere no direct write runs: NULL and true.
+ * On one server it also gives the locked row version a direct finish
+ * (direct.h) writes.  Elsewhere no direct write runs: NULL.  Whether the
+ * pin release has rows to find is read after it (direct_pins.c), not by
+ * subqueries here: their index-only scans cost more than the statement.
  */
-#define LOCK_EVENT_SQL(key, direct) \
+#define LOCK_EVENT_SQL(key, row_id) \
 	"SELECT e.processed_at IS NOT NULL AS processed, e.processed_by_attempt," \
 	"       e.returned_event_ids, e.attempt_count," \
 	"       e.claim_holder IS NOT NULL AS held, e.failed_at IS NOT NULL AS dead_lettered," \
-	"       " key ", e.lane IS NOT NULL AS has_lane, " direct \
+	"       " key ", e.lane IS NOT NULL AS has_lane, " row_id \
 	"  FROM @extschema@.a2_events e" \
 	" WHERE e.session_id OPERATOR(pg_catalog.=) $1 AND e.idx OPERATOR(pg_catalog.=) $2 FOR UPDATE"
-#define LOCK_EVENT_NO_DIRECT "NULL::pg_catalog.tid AS row_id, true AS has_pins"
-#define LOCK_EVENT_DIRECT \
-	"e.ctid AS row_id," \
-	"       EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_pins p" \
-	"                WHERE p.session_id OPERATOR(pg_catalog.=) $1 AND p.event_index OPERATOR(pg_catalog.=) $2)" \
-	"       OR EXISTS (SELECT 1 FROM @extschema@.a2_snapshot_history h" \
-	"                   WHERE h.session_id OPERATOR(pg_catalog.=) $1) AS has_pins"
+#define LOCK_EVENT_NO_DIRECT "NULL::pg_catalog.tid AS row_id"
+#define LOCK_EVENT_DIRECT "e.ctid AS row_id"
 
 static A2Statement lock_event = {
 	.name = "complete.lock_event",
@@ -94,7 +88,7 @@ static A2Statement lock_event = {
 	.session_param = 1,
 	.columns = A2_COLUMNS("processed", "processed_by_attempt", "returned_event_ids",
 						  "attempt_count", "held", "dead_lettered", "concurrency_key",
-						  "has_lane", "row_id", "has_pins")
+						  "has_lane", "row_id")
 };
 
 /*
@@ -144,7 +138,6 @@ typedef struct CompleteArgs
 	char	  **ids;
 	A2Call		call;			/* the call this completion runs in */
 	bool		has_lane;		/* the event has a lane */
-	bool		has_pins;		/* finish_event's pin release may find rows */
 	bool		has_row_id;
 	ItemPointerData row_id;		/* the locked row version (one server) */
 } CompleteArgs;
@@ -233,7 +226,9 @@ apply_completion(CompleteArgs *args, A2Json *js)
 		a2_insert_events(args->session_id, args->events, args->count, now_ms,
 						 js, NULL);
 
-	if (!args->has_lane && !args->has_pins && args->has_row_id &&
+	/* finish_event would only mark the event: do that directly */
+	if (!args->has_lane && args->has_row_id &&
+		a2_direct_pins_to_release(args->call.session, args->index) == 0 &&
 		a2_direct_finish(args->call.session, args->index, &args->row_id,
 						 now_ms, args->attempt, returned_ids_jsonb(args)))
 		return;
@@ -292,7 +287,6 @@ complete_attempt(CompleteArgs *args)
 	dead = a2_col_bool(0, LOCK_EVENT_DEAD_LETTERED);
 	key = a2_col_text(0, LOCK_EVENT_CONCURRENCY_KEY);
 	args->has_lane = a2_col_bool(0, LOCK_EVENT_HAS_LANE);
-	args->has_pins = a2_col_bool(0, LOCK_EVENT_HAS_PINS);
 	args->has_row_id = a2_col_tid(0, LOCK_EVENT_ROW_ID, &args->row_id);
 
 	/* processed by this attempt (a retry), or current, held and alive */

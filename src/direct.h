@@ -62,6 +62,14 @@ extern bool a2_direct_insert_one(Datum session, A2EventInput *ev,
 extern bool a2_direct_finish(Datum session, int64 index, ItemPointer tid,
 							 int64 now_ms, int32 attempt, Jsonb *returned_ids);
 
+/*
+ * Whether finish_event's pin release would find a row for event `index`
+ * of session `session` (a text datum): a pin of the event, or any
+ * snapshot history row of the session (direct_pins.c).  1 some, 0 none,
+ * -1 not read: the statement is to run.
+ */
+extern int	a2_direct_pins_to_release(Datum session, int64 index);
+
 /* What fail.c's record_failure statement writes. */
 typedef struct A2DirectFailure
 {
