@@ -60,6 +60,24 @@ a2_direct_default_ordering(Relation rel, Relation ind, Oid type, int i)
 	return a2_direct_ordering(rel, ind, type, i, false);
 }
 
+bool
+a2_direct_btree_led_by(Relation rel, Relation ind, int n, const AttrNumber *atts,
+					   const Oid *types)
+{
+	Form_pg_index index = ind->rd_index;
+
+	if (index->indrelid != RelationGetRelid(rel) || !index->indisvalid ||
+		!index->indisready || index->indnkeyatts < n ||
+		ind->rd_rel->relam != BTREE_AM_OID ||
+		RelationGetIndexPredicate(ind) != NIL)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (index->indkey.values[i] != atts[i] ||
+			!a2_direct_default_ordering(rel, ind, types[i], i))
+			return false;
+	return true;
+}
+
 /* The same, descending (nulls first) where `desc`, as ORDER BY ... DESC. */
 bool
 a2_direct_ordering(Relation rel, Relation ind, Oid type, int i, bool desc)

@@ -33,7 +33,6 @@
 #include "access/skey.h"
 #include "access/table.h"
 #include "access/tableam.h"
-#include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "utils/builtins.h"
@@ -89,13 +88,10 @@ find_columns(Relation rel, AttrNumber *att)
 static bool
 key_index(Relation rel, Relation ind, AttrNumber key_att)
 {
-	Form_pg_index index = ind->rd_index;
+	static const Oid key_type = TEXTOID;
 
-	return index->indisvalid && index->indisunique && index->indnatts == 1 &&
-		index->indkey.values[0] == key_att &&
-		ind->rd_rel->relam == BTREE_AM_OID &&
-		a2_direct_default_ordering(rel, ind, TEXTOID, 0) &&
-		RelationGetIndexPredicate(ind) == NIL;
+	return ind->rd_index->indisunique && ind->rd_index->indnatts == 1 &&
+		a2_direct_btree_led_by(rel, ind, 1, &key_att, &key_type);
 }
 
 /* What this backend last found of a2_limits (InvalidOid: not known). */
@@ -132,8 +128,7 @@ learn(Relation rel)
 	if (!find_columns(rel, known.att) || !OidIsValid(known.index))
 		return;
 	ind = index_open(known.index, AccessShareLock);
-	known.usable = ind->rd_index->indrelid == known.relid &&
-		key_index(rel, ind, known.att[L_KEY]);
+	known.usable = key_index(rel, ind, known.att[L_KEY]);
 	index_close(ind, NoLock);
 }
 

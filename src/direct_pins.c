@@ -35,7 +35,6 @@
 #include "access/genam.h"
 #include "access/nbtree.h"
 #include "access/table.h"
-#include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
 #include "storage/bufmgr.h"
 #include "utils/fmgroids.h"
@@ -71,18 +70,11 @@ static const PinTable history = {
 static bool
 usable_key(const PinTable *t, Relation rel, Relation ind)
 {
-	Form_pg_index index = ind->rd_index;
+	AttrNumber	atts[lengthof(t->cols)];
 
-	if (index->indrelid != RelationGetRelid(rel) || !index->indisvalid ||
-		!index->indisready || index->indnkeyatts < t->ncols ||
-		ind->rd_rel->relam != BTREE_AM_OID ||
-		RelationGetIndexPredicate(ind) != NIL)
-		return false;
 	for (int i = 0; i < t->ncols; i++)
-		if (index->indkey.values[i] != get_attnum(RelationGetRelid(rel), t->cols[i]) ||
-			!a2_direct_default_ordering(rel, ind, t->types[i], i))
-			return false;
-	return true;
+		atts[i] = get_attnum(RelationGetRelid(rel), t->cols[i]);
+	return a2_direct_btree_led_by(rel, ind, t->ncols, atts, t->types);
 }
 
 /*

@@ -142,6 +142,15 @@ extern bool a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
  */
 extern bool a2_direct_default_ordering(Relation rel, Relation ind, Oid type, int i);
 
+/*
+ * Index `ind` of table `rel` is a valid btree without a predicate whose
+ * first `n` key columns are attributes atts[0..n), of types types[0..n),
+ * each in its default ordering: an equality scan on them reads the rows
+ * the same equality in a statement reads (direct_available.c).
+ */
+extern bool a2_direct_btree_led_by(Relation rel, Relation ind, int n,
+								   const AttrNumber *atts, const Oid *types);
+
 /* The same, or descending with nulls first (ORDER BY ... DESC) where `desc`. */
 extern bool a2_direct_ordering(Relation rel, Relation ind, Oid type, int i, bool desc);
 
