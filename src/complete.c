@@ -6,9 +6,11 @@
  *
  *	  In the caller's transaction, so a handler's own writes and its
  *	  completion commit together or not at all.  Lock order: the session
- *	  lock, then the event row (FOR UPDATE), then -- through pin release --
- *	  snapshot rows.  (The TypeScript backend locks the row first and the
- *	  session second, the reverse of its append, and deadlocks.)
+ *	  lock, then the event row (FOR UPDATE; where the completion writes
+ *	  that row alone, read without it and locked by its update), then --
+ *	  through pin release -- snapshot rows.  (The TypeScript backend locks
+ *	  the row first and the session second, the reverse of its append, and
+ *	  deadlocks.)
  *
  *	  Outcomes (docs/semantics.md, "Work: claims, leases and attempts"): processed by another attempt: superseded;
  *	  processed by this attempt: an idempotent retry that must repeat the
@@ -59,10 +61,13 @@ enum
 };
 
 /*
- * On one server it also gives the locked row version a direct finish
- * (direct.h) writes.  Elsewhere no direct write runs: NULL.  Whether the
- * pin release has rows to find is read after it (direct_pins.c), not by
- * subqueries here: their index-only scans cost more than the statement.
+ * Where a direct read cannot stand in for it (direct.h), or the row is to
+ * be locked before the completion writes (a lane, pins to release, a
+ * writer without the session lock).  On one server it also gives the
+ * locked row version a direct finish writes; elsewhere no direct write
+ * runs: NULL.  Whether the pin release has rows to find is read after it
+ * (direct_pins.c), not by subqueries here: their index-only scans cost
+ * more than the statement.
  */
 #define LOCK_EVENT_SQL(key, row_id) \
 	"SELECT e.processed_at IS NOT NULL AS processed, e.processed_by_attempt," \
@@ -137,9 +142,6 @@ typedef struct CompleteArgs
 	int			count;
 	char	  **ids;
 	A2Call		call;			/* the call this completion runs in */
-	bool		has_lane;		/* the event has a lane */
-	bool		has_row_id;
-	ItemPointerData row_id;		/* the locked row version (one server) */
 } CompleteArgs;
 
 static void
@@ -211,26 +213,80 @@ returned_ids_jsonb(CompleteArgs *args)
 	return JsonbValueToJsonb(a2j_end_array(&js));
 }
 
-/* The completion itself; the parent row is locked and current. */
-static void
-apply_completion(CompleteArgs *args, A2Json *js)
+/* The event, locked by the lock_event statement; false: no such event. */
+static bool
+lock_row(CompleteArgs *args, A2DirectEvent *ev)
 {
 	A2Args		a;
-	int64		now_ms = a2_clock_now_ms();
+	bool		isnull;
+	Datum		d;
+
+	a2_args_init(&a, &lock_event);
+	a2_bind(&a, 1, TEXTOID, args->call.session);
+	a2_bind_int8(&a, 2, args->index);
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
+		return false;
+	ev->processed = a2_col_bool(0, LOCK_EVENT_PROCESSED);
+	(void) a2_col(0, LOCK_EVENT_PROCESSED_BY_ATTEMPT, &isnull);
+	ev->has_processed_by = !isnull;
+	ev->processed_by = isnull ? 0 : (int32) a2_col_int64(0, LOCK_EVENT_PROCESSED_BY_ATTEMPT);
+	d = a2_col(0, LOCK_EVENT_RETURNED_EVENT_IDS, &isnull);
+	ev->returned_ids = isnull ? NULL : DatumGetJsonbPCopy(d);
+	ev->attempt_count = (int32) a2_col_int64(0, LOCK_EVENT_ATTEMPT_COUNT);
+	ev->held = a2_col_bool(0, LOCK_EVENT_HELD);
+	ev->dead_lettered = a2_col_bool(0, LOCK_EVENT_DEAD_LETTERED);
+	ev->concurrency_key = a2_col_text(0, LOCK_EVENT_CONCURRENCY_KEY);
+	ev->has_lane = a2_col_bool(0, LOCK_EVENT_HAS_LANE);
+	if (!a2_col_tid(0, LOCK_EVENT_ROW_ID, &ev->tid))
+		ItemPointerSetInvalid(&ev->tid);
+	return true;
+}
+
+/* Processed by this attempt (a retry), or current, held and alive. */
+static bool
+completes(CompleteArgs *args, A2DirectEvent *ev)
+{
+	if (ev->processed)
+		return ev->has_processed_by && ev->processed_by == args->attempt;
+	return ev->attempt_count == args->attempt && ev->held && !ev->dead_lettered;
+}
+
+/*
+ * finish_event would only mark the event (no lane, no pins to release):
+ * do that directly, to row version `ev->tid`, locked or (not `locked`)
+ * the one a2_direct_read_event read.  False, nothing written: the
+ * statement is to run, or, not locked, the row is to be locked first.
+ */
+static bool
+finish_directly(CompleteArgs *args, A2DirectEvent *ev, bool locked, int64 now_ms)
+{
+	return !ev->has_lane && ItemPointerIsValid(&ev->tid) &&
+		a2_direct_pins_to_release(args->call.session, args->index) == 0 &&
+		a2_direct_finish(args->call.session, args->index, &ev->tid, locked,
+						 now_ms, args->attempt, returned_ids_jsonb(args));
+}
+
+/*
+ * The completion itself; the parent is current, and either locked or,
+ * `finished`, marked already (complete_attempt).
+ */
+static void
+apply_completion(CompleteArgs *args, A2DirectEvent *ev, int64 now_ms,
+				 bool finished, A2Json *js)
+{
+	A2Args		a;
 	Jsonb	   *cause = a2_make_cause(args->index, args->attempt, 0);
 
-	/* children first: the parent is still unprocessed, blocking its lane */
+	/*
+	 * Children before finish_event: the parent, still unprocessed, blocks
+	 * its lane, and the lane's promotion sees them.
+	 */
 	for (int i = 0; i < args->count; i++)
 		args->events[i].cause = cause;
 	if (args->count > 0)
 		a2_insert_events(args->session_id, args->events, args->count, now_ms,
 						 js, NULL);
-
-	/* finish_event would only mark the event: do that directly */
-	if (!args->has_lane && args->has_row_id &&
-		a2_direct_pins_to_release(args->call.session, args->index) == 0 &&
-		a2_direct_finish(args->call.session, args->index, &args->row_id,
-						 now_ms, args->attempt, returned_ids_jsonb(args)))
+	if (finished || finish_directly(args, ev, true, now_ms))
 		return;
 	a2_args_init(&a, &finish_event);
 	a2_bind(&a, 1, TEXTOID, args->call.session);
@@ -239,7 +295,7 @@ apply_completion(CompleteArgs *args, A2Json *js)
 	a2_bind_int4(&a, 4, args->attempt);
 	a2_bind(&a, 5, JSONBOID, JsonbPGetDatum(returned_ids_jsonb(args)));
 	/* its lane's next event, if any, becomes available at its own key */
-	if (args->has_lane)
+	if (ev->has_lane)
 		a2_walk_mark_reset();
 	a2_exec_latest(&a, SPI_OK_DELETE);
 }
@@ -248,63 +304,63 @@ static Jsonb *
 complete_attempt(CompleteArgs *args)
 {
 	A2Json		js = NULL;
-	A2Args		a;
-	bool		isnull;
-	bool		processed,
-				held,
-				dead;
-	int64		processed_by = -1;
-	int64		attempt_count;
-	Jsonb	   *stored_ids = NULL;
+	A2DirectEvent ev;
+	int			found;
+	bool		locked = false;
+	bool		finished = false;
 	bool		completed;
-	char	   *key;
+	int64		now_ms;
 	Jsonb	   *result;
 
 	a2_call_begin(&args->call, args->session_id);
 	a2_lock_session(args->session_id);
-	a2_args_init(&a, &lock_event);
-	a2_bind(&a, 1, TEXTOID, args->call.session);
-	a2_bind_int8(&a, 2, args->index);
-	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_A2_NOT_FOUND),
-				 errmsg("no event at index %lld in session \"%s\"",
-						(long long) args->index, args->session_id)));
-	a2_check_duplicate_ids(args->events, args->count, args->session_id);
+	now_ms = a2_clock_now_ms();
 
-	processed = a2_col_bool(0, LOCK_EVENT_PROCESSED);
-	(void) a2_col(0, LOCK_EVENT_PROCESSED_BY_ATTEMPT, &isnull);
-	if (!isnull)
-		processed_by = a2_col_int64(0, LOCK_EVENT_PROCESSED_BY_ATTEMPT);
+	/*
+	 * Under the session lock no other a2 call changes the event, so it is
+	 * read without its row lock where it can be (direct.h).  A completion
+	 * that writes that row alone writes it first, children after: its
+	 * update finds out whether a writer without the session lock changed
+	 * the row since.  Any other, and one that found so, locks the row and
+	 * decides again.
+	 */
+	found = a2_direct_read_event(args->call.session, args->index, &ev);
+	for (;;)
 	{
-		Datum		d = a2_col(0, LOCK_EVENT_RETURNED_EVENT_IDS, &isnull);
-
-		if (!isnull)
-			stored_ids = DatumGetJsonbPCopy(d);
+		if (found < 0)
+		{
+			found = lock_row(args, &ev) ? 1 : 0;
+			locked = true;
+		}
+		if (found == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_A2_NOT_FOUND),
+					 errmsg("no event at index %lld in session \"%s\"",
+							(long long) args->index, args->session_id)));
+		a2_check_duplicate_ids(args->events, args->count, args->session_id);
+		completed = completes(args, &ev);
+		if (!completed || ev.processed || locked)
+			break;
+		if (finish_directly(args, &ev, false, now_ms))
+		{
+			finished = true;
+			break;
+		}
+		found = -1;
 	}
-	attempt_count = a2_col_int64(0, LOCK_EVENT_ATTEMPT_COUNT);
-	held = a2_col_bool(0, LOCK_EVENT_HELD);
-	dead = a2_col_bool(0, LOCK_EVENT_DEAD_LETTERED);
-	key = a2_col_text(0, LOCK_EVENT_CONCURRENCY_KEY);
-	args->has_lane = a2_col_bool(0, LOCK_EVENT_HAS_LANE);
-	args->has_row_id = a2_col_tid(0, LOCK_EVENT_ROW_ID, &args->row_id);
-
-	/* processed by this attempt (a retry), or current, held and alive */
-	completed = processed ? processed_by == args->attempt :
-		(attempt_count == args->attempt && held && !dead);
 
 	a2j_begin_object(&js, NULL);
 	a2j_string(&js, "outcome", completed ? "completed" : "superseded");
 	if (completed)
 	{
 		a2j_begin_array(&js, "events");
-		if (processed)
-			replay_completion(args, stored_ids, &js);
+		if (ev.processed)
+			replay_completion(args, ev.returned_ids, &js);
 		else
 		{
-			apply_completion(args, &js);
-			if (key != NULL)
-				a2_key_park_release(key);	/* its lease ends: a slot frees */
+			apply_completion(args, &ev, now_ms, finished, &js);
+			if (ev.concurrency_key != NULL)
+				a2_key_park_release(ev.concurrency_key);	/* a slot frees */
 		}
 		a2j_end_array(&js);
 	}

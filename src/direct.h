@@ -54,13 +54,42 @@ extern bool a2_direct_insert_one(Datum session, A2EventInput *ev,
 								 bool need_pending, A2InsertOutcome *out);
 
 /*
- * Mark event `index` of session `session` (a text datum), whose row
- * version `tid` the caller holds locked, processed by `attempt`, as
- * complete.c's finish_event statement would when the event has no lane
- * and finds no snapshot pin or history row to release.
+ * Event `index` of session `session` (a text datum) as complete.c's
+ * lock_event statement reads it, with the statement's snapshot (the
+ * latest committed state) but without its row lock: the caller holds
+ * the session lock, which every a2 writer of the row takes
+ * (direct_update.c says what a writer that does not take it changes).
+ * 1 found, 0 none, -1 not read: the statement is to run.
+ */
+typedef struct A2DirectEvent
+{
+	ItemPointerData tid;		/* the version read */
+	bool		processed;
+	bool		has_processed_by;
+	int32		processed_by;	/* processed_by_attempt, if not null */
+	Jsonb	   *returned_ids;	/* returned_event_ids (a copy), or NULL */
+	int32		attempt_count;
+	bool		held;			/* claim_holder is not null */
+	bool		dead_lettered;	/* failed_at is not null */
+	bool		has_lane;
+	char	   *concurrency_key;	/* or NULL */
+} A2DirectEvent;
+
+extern int	a2_direct_read_event(Datum session, int64 index, A2DirectEvent *ev);
+
+/*
+ * Mark event `index` of session `session` (a text datum), row version
+ * `tid`, processed by `attempt`, as complete.c's finish_event statement
+ * would when the event has no lane and finds no snapshot pin or history
+ * row to release.  `locked`: the caller holds the row locked; otherwise
+ * `tid` is the version a2_direct_read_event read, and false also says
+ * that a writer without the session lock changed the row since, under
+ * READ COMMITTED: nothing was written, and the caller locks the row and
+ * decides again.
  */
 extern bool a2_direct_finish(Datum session, int64 index, ItemPointer tid,
-							 int64 now_ms, int32 attempt, Jsonb *returned_ids);
+							 bool locked, int64 now_ms, int32 attempt,
+							 Jsonb *returned_ids);
 
 /*
  * Whether finish_event's pin release would find a row for event `index`

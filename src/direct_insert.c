@@ -43,25 +43,24 @@
 #include "utils/snapmgr.h"
 
 #include "direct.h"
+#include "direct_scan.h"
 #include "direct_shape.h"
 #include "pg_compat.h"
 
-/*
- * The session's rows in `index` (keyed session_id first), and, when
- * from_idx > 0, only those from index from_idx on (the primary key).
- */
-static SysScanDesc
-session_scan(Relation rel, Relation index, Datum session, int64 from_idx,
-			 Snapshot snap, ScanKeyData *keys)
+SysScanDesc
+a2_direct_session_scan(Relation rel, Relation index, Datum session,
+					   StrategyNumber strategy, int64 idx, Snapshot snap,
+					   ScanKeyData *keys)
 {
 	ScanKeyEntryInitialize(&keys[0], 0, a2_direct_att(A2D_SESSION_ID),
 						   BTEqualStrategyNumber, InvalidOid,
 						   index->rd_indcollation[0], F_TEXTEQ, session);
-	if (from_idx > 0)
-		ScanKeyEntryInitialize(&keys[1], 0, a2_direct_att(A2D_IDX),
-							   BTGreaterEqualStrategyNumber, InvalidOid,
-							   InvalidOid, F_INT8GE, Int64GetDatum(from_idx));
-	return systable_beginscan_ordered(rel, index, snap, from_idx > 0 ? 2 : 1, keys);
+	if (strategy != InvalidStrategy)
+		ScanKeyEntryInitialize(&keys[1], 0, a2_direct_att(A2D_IDX), strategy,
+							   InvalidOid, InvalidOid, a2_scan_int8_proc(strategy),
+							   Int64GetDatum(idx));
+	return systable_beginscan_ordered(rel, index, snap,
+									  strategy != InvalidStrategy ? 2 : 1, keys);
 }
 
 /*
@@ -108,7 +107,9 @@ last_index_from(Relation rel, Relation pkey, Datum session, int64 from_idx,
 				Snapshot snap, int64 *last)
 {
 	ScanKeyData keys[2];
-	SysScanDesc scan = session_scan(rel, pkey, session, from_idx, snap, keys);
+	SysScanDesc scan = a2_direct_session_scan(rel, pkey, session,
+												from_idx > 0 ? BTGreaterEqualStrategyNumber : InvalidStrategy,
+												from_idx, snap, keys);
 	HeapTuple	tup = systable_getnext_ordered(scan, BackwardScanDirection);
 	bool		found = HeapTupleIsValid(tup);
 
@@ -146,7 +147,8 @@ static bool
 any_waiting(Relation rel, Relation waiting, Datum session, Snapshot snap)
 {
 	ScanKeyData keys[1];
-	SysScanDesc scan = session_scan(rel, waiting, session, 0, snap, keys);
+	SysScanDesc scan = a2_direct_session_scan(rel, waiting, session, InvalidStrategy,
+												0, snap, keys);
 	TupleDesc	desc = RelationGetDescr(rel);
 	HeapTuple	tup;
 	bool		found = false;

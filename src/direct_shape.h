@@ -33,7 +33,9 @@
 
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup.h"
+#include "access/stratnum.h"
 #include "executor/tuptable.h"
 #include "nodes/bitmapset.h"
 #include "nodes/execnodes.h"
@@ -190,6 +192,17 @@ extern AttrNumber a2_direct_att(A2DirectColumn col);
 extern TupleDesc a2_direct_answer_desc(void);
 extern HeapTuple a2_direct_answer(A2DirectTable *t, TupleDesc answer);
 extern Relation a2_direct_index(A2DirectTable *t, A2DirectIndex which);
+
+/*
+ * An ordered scan (systable_beginscan_ordered) of the rows of `session` in
+ * `index` (keyed session_id, then idx, as the primary key and
+ * a2_events_waiting are), with, unless `strategy` is InvalidStrategy, idx
+ * bounded by btree strategy `strategy` on `idx` (direct_insert.c); `keys`
+ * holds two scan keys for it.
+ */
+extern SysScanDesc a2_direct_session_scan(Relation rel, Relation index, Datum session,
+										  StrategyNumber strategy, int64 idx,
+										  Snapshot snap, ScanKeyData *keys);
 
 /* A new row: every column a2 does not name at its constant default. */
 extern void a2_direct_row_new(A2DirectTable *t);

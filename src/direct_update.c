@@ -1,15 +1,24 @@
 /*-------------------------------------------------------------------------
  *
  * direct_update.c
- *	  A locked event row given its new version without the executor
- *	  (direct.h; docs/internals.md, "Direct writes"): a claim's, a
- *	  completion's and a failure's.
+ *	  An event row given its new version without the executor (direct.h;
+ *	  docs/internals.md, "Direct writes"): a claim's, a completion's and a
+ *	  failure's.
  *
  *	  The caller's lock statement (claim.lock_eligible, complete.lock_event,
  *	  fail.lock_event) read the row FOR UPDATE with the latest snapshot and
- *	  returned its version (ctid).  That version becomes a new one through the table
- *	  access method, with its index entries unless the update was HOT;
- *	  the row lock keeps every other writer out.
+ *	  returned its version (ctid).  That version becomes a new one through
+ *	  the table access method, with its index entries unless the update
+ *	  was HOT; the row lock keeps every other writer out.
+ *
+ *	  A completion reads its row here instead, without the lock
+ *	  (a2_direct_read_event: the primary key, the same snapshot).  The
+ *	  session lock it holds keeps a2's writers out; its update then takes
+ *	  the row's lock itself, and tells a writer without the session lock
+ *	  (a TypeScript store's claim, an UPDATE by hand) that changed the row
+ *	  in between, as a TM_Updated: nothing is written, and complete.c
+ *	  locks the row and decides again.  This saves the lock statement and
+ *	  its WAL record (a row lock is logged).
  *
  *	  complete.c's finish_event statement does three things: it marks the
  *	  event processed, makes the next event of its lane lane-ready, and
@@ -32,6 +41,9 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_collation.h"
@@ -104,10 +116,11 @@ open_locked(A2DirectTable *t, Datum session, int64 index, ItemPointer tid,
 
 /*
  * Write the new version (its columns `set` changed); false, having written
- * nothing: a NOT NULL column is null, the statement raises.
+ * nothing: a NOT NULL column is null, the statement raises, or, not
+ * `locked`, a writer without the session lock changed the row first.
  */
 static bool
-write_row(A2DirectTable *t, int64 index, ItemPointer tid,
+write_row(A2DirectTable *t, int64 index, ItemPointer tid, bool locked,
 		  const A2DirectColumn *set, int nset)
 {
 	Bitmapset  *changed = NULL;
@@ -123,8 +136,13 @@ write_row(A2DirectTable *t, int64 index, ItemPointer tid,
 	 * The statement ran with the latest snapshot and, under REPEATABLE READ
 	 * or SERIALIZABLE, the transaction's as crosscheck (a2_exec_latest):
 	 * a row version the transaction cannot see fails the update there, and
-	 * here, as the executor reports it.  The lock the caller holds keeps
-	 * every other writer out, so nothing else can make it fail.
+	 * here, as the executor reports it.  The row lock the caller holds
+	 * keeps every other writer out.  Without it, the session lock keeps
+	 * out a2's writers, not a TypeScript store's claim or an UPDATE by
+	 * hand: the update waits for such a writer and, if it changed the
+	 * row, writes nothing and answers false under READ COMMITTED (the
+	 * caller then locks the row and decides again, as the statement's
+	 * FOR UPDATE would have, from the new version).
 	 */
 	result = a2_table_update(t->rel, tid, t->slot, GetCurrentCommandId(true),
 							 IsolationUsesXactSnapshot() ? GetTransactionSnapshot() : InvalidSnapshot,
@@ -133,6 +151,8 @@ write_row(A2DirectTable *t, int64 index, ItemPointer tid,
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access due to concurrent update")));
+	if (!locked && (result == TM_Updated || result == TM_Deleted))
+		return false;
 	if (result != TM_Ok)
 		elog(ERROR, "a2: event %lld changed under its row lock (%d)",
 			 (long long) index, (int) result);
@@ -148,18 +168,71 @@ write_row(A2DirectTable *t, int64 index, ItemPointer tid,
 
 /* write_row, then close t. */
 static bool
-write_locked(A2DirectTable *t, int64 index, ItemPointer tid,
+write_close(A2DirectTable *t, int64 index, ItemPointer tid, bool locked,
 			 const A2DirectColumn *set, int nset)
 {
-	bool		written = write_row(t, index, tid, set, nset);
+	bool		written = write_row(t, index, tid, locked, set, nset);
 
 	a2_direct_close(t);
 	return written;
 }
 
+int
+a2_direct_read_event(Datum session, int64 index, A2DirectEvent *ev)
+{
+	A2DirectTable t;
+	TupleDesc	desc;
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		found;
+
+	/* FOR UPDATE asks UPDATE as well as SELECT */
+	if (!a2_direct_open(&t, ACL_UPDATE | ACL_SELECT))
+		return -1;
+	desc = RelationGetDescr(t.rel);
+	/* the statement's: the latest committed state (a2_exec_latest) */
+	a2_direct_push_snapshot(true);
+	scan = a2_direct_session_scan(t.rel, a2_direct_index(&t, A2D_IX_PKEY), session,
+								  BTEqualStrategyNumber, index, GetActiveSnapshot(),
+								  keys);
+	tup = systable_getnext_ordered(scan, ForwardScanDirection);
+	found = HeapTupleIsValid(tup);
+	if (found)
+	{
+		bool		isnull;
+		Datum		d;
+
+		ev->tid = tup->t_self;
+		(void) heap_getattr(tup, a2_direct_att(A2D_PROCESSED_AT), desc, &isnull);
+		ev->processed = !isnull;
+		d = heap_getattr(tup, a2_direct_att(A2D_PROCESSED_BY_ATTEMPT), desc, &isnull);
+		ev->has_processed_by = !isnull;
+		ev->processed_by = isnull ? 0 : DatumGetInt32(d);
+		d = heap_getattr(tup, a2_direct_att(A2D_RETURNED_EVENT_IDS), desc, &isnull);
+		ev->returned_ids = isnull ? NULL : DatumGetJsonbPCopy(d);
+		d = heap_getattr(tup, a2_direct_att(A2D_ATTEMPT_COUNT), desc, &isnull);
+		if (isnull)
+			elog(ERROR, "a2: event %lld has no attempt count", (long long) index);
+		ev->attempt_count = DatumGetInt32(d);
+		(void) heap_getattr(tup, a2_direct_att(A2D_CLAIM_HOLDER), desc, &isnull);
+		ev->held = !isnull;
+		(void) heap_getattr(tup, a2_direct_att(A2D_FAILED_AT), desc, &isnull);
+		ev->dead_lettered = !isnull;
+		(void) heap_getattr(tup, a2_direct_att(A2D_LANE), desc, &isnull);
+		ev->has_lane = !isnull;
+		d = heap_getattr(tup, a2_direct_att(A2D_CONCURRENCY_KEY), desc, &isnull);
+		ev->concurrency_key = isnull ? NULL : TextDatumGetCString(d);
+	}
+	systable_endscan_ordered(scan);
+	PopActiveSnapshot();
+	a2_direct_close(&t);
+	return found ? 1 : 0;
+}
+
 bool
-a2_direct_finish(Datum session, int64 index, ItemPointer tid, int64 now_ms,
-				 int32 attempt, Jsonb *returned_ids)
+a2_direct_finish(Datum session, int64 index, ItemPointer tid, bool locked,
+				 int64 now_ms, int32 attempt, Jsonb *returned_ids)
 {
 	A2DirectTable t;
 
@@ -171,7 +244,7 @@ a2_direct_finish(Datum session, int64 index, ItemPointer tid, int64 now_ms,
 	a2_direct_set(&t, A2D_LANE_READY, BoolGetDatum(false), false);
 	a2_direct_set(&t, A2D_CLAIM_HOLDER, (Datum) 0, true);
 	a2_direct_set(&t, A2D_CLAIM_EXPIRES_AT, (Datum) 0, true);
-	return write_locked(&t, index, tid, finished, lengthof(finished));
+	return write_close(&t, index, tid, locked, finished, lengthof(finished));
 }
 
 bool
@@ -213,7 +286,7 @@ a2_direct_record_failure(Datum session, int64 index, ItemPointer tid,
 	a2_direct_set(&t, A2D_NOT_BEFORE, Int64GetDatum(not_before), !has_not_before);
 	/* the statement's RETURNING: the available key, the lease cleared */
 	*available_at = has_not_before ? Max(not_before, created_at) : created_at;
-	return write_locked(&t, index, tid, failed, lengthof(failed));
+	return write_close(&t, index, tid, true, failed, lengthof(failed));
 }
 
 /* a2_events, open for the claim's updates */
@@ -254,7 +327,7 @@ a2_direct_claim_row(A2DirectClaim *dc, Datum session, int64 index,
 	a2_direct_set(t, A2D_LAST_CLAIMED_AT, last_claimed_at, false);
 	a2_direct_set(t, A2D_CLAIM_HOLDER, claim_holder, false);
 	a2_direct_set(t, A2D_CLAIM_EXPIRES_AT, claim_expires_at, false);
-	if (!write_row(t, index, tid, claimed, lengthof(claimed)))
+	if (!write_row(t, index, tid, true, claimed, lengthof(claimed)))
 		elog(ERROR, "a2: a NOT NULL column of event %lld is null", (long long) index);
 	return a2_direct_answer(t, answer);
 }
