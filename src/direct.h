@@ -54,9 +54,9 @@ extern bool a2_direct_insert_one(Datum session, A2EventInput *ev,
 								 bool need_pending, A2InsertOutcome *out);
 
 /*
- * Event `index` of session `session` (a text datum) as complete.c's
- * lock_event statement reads it, with the statement's snapshot (the
- * latest committed state) but without its row lock: the caller holds
+ * Event `index` of session `session` (a text datum) as complete.c's and
+ * fail.c's lock_event statements read it, with their snapshot (the
+ * latest committed state) but without their row lock: the caller holds
  * the session lock, which every a2 writer of the row takes
  * (direct_update.c says what a writer that does not take it changes).
  * 1 found, 0 none, -1 not read: the statement is to run.
@@ -73,6 +73,9 @@ typedef struct A2DirectEvent
 	bool		dead_lettered;	/* failed_at is not null */
 	bool		has_lane;
 	char	   *concurrency_key;	/* or NULL */
+	int32		failure_count;
+	bool		has_last_failed;
+	int32		last_failed_attempt;	/* if not null */
 } A2DirectEvent;
 
 extern int	a2_direct_read_event(Datum session, int64 index, A2DirectEvent *ev);
@@ -111,13 +114,14 @@ typedef struct A2DirectFailure
 } A2DirectFailure;
 
 /*
- * Record a failure of event `index` of session `session`, whose row
- * version `tid` the caller holds locked, as fail.c's record_failure
- * statement would; *available_at: the key the event is available at
- * afterwards (the statement's RETURNING).
+ * Record a failure of event `index` of session `session`, row version
+ * `tid`, as fail.c's record_failure statement would; *available_at: the
+ * key the event is available at afterwards (the statement's RETURNING).
+ * `locked` as for a2_direct_finish.
  */
 extern bool a2_direct_record_failure(Datum session, int64 index, ItemPointer tid,
-									 const A2DirectFailure *f, int64 *available_at);
+									 bool locked, const A2DirectFailure *f,
+									 int64 *available_at);
 
 /*
  * A claim's direct updates (claim.c): a2_events opened before the claim's

@@ -11,12 +11,12 @@
  *	  the table access method, with its index entries unless the update
  *	  was HOT; the row lock keeps every other writer out.
  *
- *	  A completion reads its row here instead, without the lock
- *	  (a2_direct_read_event: the primary key, the same snapshot).  The
- *	  session lock it holds keeps a2's writers out; its update then takes
- *	  the row's lock itself, and tells a writer without the session lock
- *	  (a TypeScript store's claim, an UPDATE by hand) that changed the row
- *	  in between, as a TM_Updated: nothing is written, and complete.c
+ *	  A completion and a failure read their row here instead, without the
+ *	  lock (a2_direct_read_event: the primary key, the same snapshot).
+ *	  The session lock they hold keeps a2's writers out; the update then
+ *	  takes the row's lock itself, and tells a writer without the session
+ *	  lock (a TypeScript store's claim, an UPDATE by hand) that changed the
+ *	  row in between, as a TM_Updated: nothing is written, and the caller
  *	  locks the row and decides again.  This saves the lock statement and
  *	  its WAL record (a row lock is logged).
  *
@@ -186,6 +186,7 @@ a2_direct_read_event(Datum session, int64 index, A2DirectEvent *ev)
 	SysScanDesc scan;
 	HeapTuple	tup;
 	bool		found;
+	bool		usable = true;
 
 	/* FOR UPDATE asks UPDATE as well as SELECT */
 	if (!a2_direct_open(&t, ACL_UPDATE | ACL_SELECT))
@@ -212,9 +213,14 @@ a2_direct_read_event(Datum session, int64 index, A2DirectEvent *ev)
 		d = heap_getattr(tup, a2_direct_att(A2D_RETURNED_EVENT_IDS), desc, &isnull);
 		ev->returned_ids = isnull ? NULL : DatumGetJsonbPCopy(d);
 		d = heap_getattr(tup, a2_direct_att(A2D_ATTEMPT_COUNT), desc, &isnull);
-		if (isnull)
-			elog(ERROR, "a2: event %lld has no attempt count", (long long) index);
-		ev->attempt_count = DatumGetInt32(d);
+		ev->attempt_count = isnull ? 0 : DatumGetInt32(d);
+		usable = !isnull;		/* NOT NULL: else the statement raises */
+		d = heap_getattr(tup, a2_direct_att(A2D_FAILURE_COUNT), desc, &isnull);
+		ev->failure_count = isnull ? 0 : DatumGetInt32(d);
+		usable = usable && !isnull;
+		d = heap_getattr(tup, a2_direct_att(A2D_LAST_FAILED_ATTEMPT), desc, &isnull);
+		ev->has_last_failed = !isnull;
+		ev->last_failed_attempt = isnull ? 0 : DatumGetInt32(d);
 		(void) heap_getattr(tup, a2_direct_att(A2D_CLAIM_HOLDER), desc, &isnull);
 		ev->held = !isnull;
 		(void) heap_getattr(tup, a2_direct_att(A2D_FAILED_AT), desc, &isnull);
@@ -227,6 +233,8 @@ a2_direct_read_event(Datum session, int64 index, A2DirectEvent *ev)
 	systable_endscan_ordered(scan);
 	PopActiveSnapshot();
 	a2_direct_close(&t);
+	if (!usable)
+		return -1;
 	return found ? 1 : 0;
 }
 
@@ -249,7 +257,8 @@ a2_direct_finish(Datum session, int64 index, ItemPointer tid, bool locked,
 
 bool
 a2_direct_record_failure(Datum session, int64 index, ItemPointer tid,
-						 const A2DirectFailure *f, int64 *available_at)
+						 bool locked, const A2DirectFailure *f,
+						 int64 *available_at)
 {
 	A2DirectTable t;
 	bool		isnull;
@@ -286,7 +295,7 @@ a2_direct_record_failure(Datum session, int64 index, ItemPointer tid,
 	a2_direct_set(&t, A2D_NOT_BEFORE, Int64GetDatum(not_before), !has_not_before);
 	/* the statement's RETURNING: the available key, the lease cleared */
 	*available_at = has_not_before ? Max(not_before, created_at) : created_at;
-	return write_close(&t, index, tid, true, failed, lengthof(failed));
+	return write_close(&t, index, tid, locked, failed, lengthof(failed));
 }
 
 /* a2_events, open for the claim's updates */

@@ -4,7 +4,9 @@
  *	  a2_fail(session_id, event_index, attempt, error, max_failures,
  *	  retry_after_ms = NULL): record a failed attempt.
  *
- *	  Lock order: session lock, then the event row.  When the event is
+ *	  Lock order: session lock, then the event row (read without its
+ *	  lock where it can be, and locked by the update, as complete.c
+ *	  reads its event).  When the event is
  *	  unprocessed, alive, at this attempt and held, the failure is counted,
  *	  the lease cleared and, at max_failures, the event dead-lettered, which
  *	  releases its snapshot pins as completion does.  A "failed" outcome is
@@ -57,7 +59,12 @@ enum
 	LOCK_EVENT_ROW_ID
 };
 
-/* On one server it also gives the locked row version, for a direct write (direct.h). */
+/*
+ * Where a direct read cannot stand in for it (direct.h), or a writer
+ * without the session lock changed the row between that read and the
+ * update.  On one server it also gives the locked row version, for a
+ * direct write.
+ */
 #define LOCK_EVENT_SQL(key, row_id) \
 	"SELECT e.processed_at IS NOT NULL AS processed, e.failed_at IS NOT NULL AS dead_lettered," \
 	"       e.attempt_count, e.claim_holder IS NOT NULL AS held, e.failure_count," \
@@ -129,20 +136,93 @@ typedef struct FailArgs
 	int64		retry_at_ms;	/* now + retry_after_ms, when backoff */
 } FailArgs;
 
-/* record_failure's update, written directly (direct.h); false: run it. */
+/*
+ * record_failure's update, written directly (direct.h) to row version
+ * `row_id`, locked or (not `locked`) the one a2_direct_read_event read.
+ * False, nothing written: the statement is to run, or, not locked, the
+ * row is to be locked first.
+ */
 static bool
-record_directly(FailArgs *args, Datum session, ItemPointer row_id,
+record_directly(FailArgs *args, Datum session, A2DirectEvent *ev, bool locked,
 				bool dead_letter, int64 *available_at)
 {
 	A2DirectFailure f;
 
+	if (!ItemPointerIsValid(&ev->tid))
+		return false;
 	f.error = args->error;
 	f.now_ms = args->now_ms;
 	f.attempt = args->attempt;
 	f.dead_letter = dead_letter;
 	f.has_retry_at = args->backoff && !dead_letter;
 	f.retry_at = args->retry_at_ms;
-	return a2_direct_record_failure(session, args->index, row_id, &f, available_at);
+	return a2_direct_record_failure(session, args->index, &ev->tid, locked, &f,
+									available_at);
+}
+
+/* The event, locked by the lock_event statement; false: no such event. */
+static bool
+lock_row(FailArgs *args, Datum session, A2DirectEvent *ev)
+{
+	A2Args		a;
+
+	a2_args_init(&a, &lock_event);
+	a2_bind(&a, 1, TEXTOID, session);
+	a2_bind_int8(&a, 2, args->index);
+	a2_bind_int4(&a, 3, args->attempt);
+	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
+		return false;
+	ev->processed = a2_col_bool(0, LOCK_EVENT_PROCESSED);
+	ev->dead_lettered = a2_col_bool(0, LOCK_EVENT_DEAD_LETTERED);
+	ev->attempt_count = (int32) a2_col_int64(0, LOCK_EVENT_ATTEMPT_COUNT);
+	ev->held = a2_col_bool(0, LOCK_EVENT_HELD);
+	ev->failure_count = (int32) a2_col_int64(0, LOCK_EVENT_FAILURE_COUNT);
+	/* the statement compares it: as this attempt, or as nothing */
+	ev->has_last_failed = a2_col_bool(0, LOCK_EVENT_FAILED_BY_THIS);
+	ev->last_failed_attempt = args->attempt;
+	ev->concurrency_key = a2_col_text(0, LOCK_EVENT_CONCURRENCY_KEY);
+	if (!a2_col_tid(0, LOCK_EVENT_ROW_ID, &ev->tid))
+		ItemPointerSetInvalid(&ev->tid);
+	return true;
+}
+
+/* This attempt is the event's current one, held and alive: it fails. */
+static bool
+fails(FailArgs *args, A2DirectEvent *ev)
+{
+	return !ev->processed && !ev->dead_lettered &&
+		ev->attempt_count == args->attempt && ev->held;
+}
+
+/* record_failure through its statement. */
+static void
+record_by_statement(FailArgs *args, Datum session, bool dead_letter)
+{
+	A2Args		a;
+
+	a2_args_init(&a, &record_failure);
+	a2_bind(&a, 1, TEXTOID, session);
+	a2_bind_int8(&a, 2, args->index);
+	a2_bind_text(&a, 3, args->error);
+	a2_bind_int8(&a, 4, args->now_ms);
+	a2_bind_int4(&a, 5, args->attempt);
+	a2_bind_bool(&a, 6, dead_letter);
+	if (args->backoff && !dead_letter)
+		a2_bind_int8(&a, 7, args->retry_at_ms);
+	else
+		a2_bind_null(&a, 7);
+	if (a2_has_dispatch())
+	{
+		a2_exec_latest(&a, SPI_OK_UPDATE_RETURNING);
+		if (!dead_letter)
+		{
+			int64		at = a2_col_int64(0, 1);
+
+			a2_walk_mark_lower(at, at);
+		}
+	}
+	else
+		a2_exec_latest(&a, SPI_OK_UPDATE);
 }
 
 static Jsonb *
@@ -150,55 +230,57 @@ fail_attempt(FailArgs *args)
 {
 	A2Call		call;
 	A2Json		js = NULL;
-	A2Args		a;
-	bool		processed,
-				dead,
-				held,
-				failed_by_this;
-	int64		attempt_count,
-				failures;
+	A2DirectEvent ev;
+	int			found;
+	bool		locked = false;
+	bool		recorded = false;
+	int64		failures;
 	const char *outcome;
-	char	   *key;
-	bool		has_row_id;
-	ItemPointerData row_id;		/* the locked row version (one server) */
 	int64		at;
 	Jsonb	   *result;
 
 	a2_call_begin(&call, args->session_id);
 	a2_lock_session(args->session_id);
-	a2_args_init(&a, &lock_event);
-	a2_bind(&a, 1, TEXTOID, call.session);
-	a2_bind_int8(&a, 2, args->index);
-	a2_bind_int4(&a, 3, args->attempt);
-	if (a2_exec_latest(&a, SPI_OK_SELECT) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_A2_NOT_FOUND),
-				 errmsg("no event at index %lld in session \"%s\"",
-						(long long) args->index, args->session_id)));
-	processed = a2_col_bool(0, LOCK_EVENT_PROCESSED);
-	dead = a2_col_bool(0, LOCK_EVENT_DEAD_LETTERED);
-	attempt_count = a2_col_int64(0, LOCK_EVENT_ATTEMPT_COUNT);
-	held = a2_col_bool(0, LOCK_EVENT_HELD);
-	failures = a2_col_int64(0, LOCK_EVENT_FAILURE_COUNT);
-	failed_by_this = a2_col_bool(0, LOCK_EVENT_FAILED_BY_THIS);
-	key = a2_col_text(0, LOCK_EVENT_CONCURRENCY_KEY);
-	has_row_id = a2_col_tid(0, LOCK_EVENT_ROW_ID, &row_id);
 
-	if (!processed && !dead && attempt_count == args->attempt && held)
+	/*
+	 * As a completion reads its event (complete.c): without the row lock
+	 * where it can, the update finding out whether a writer without the
+	 * session lock changed the row since; otherwise, and then, locked.
+	 */
+	found = a2_direct_read_event(call.session, args->index, &ev);
+	for (;;)
+	{
+		if (found < 0)
+		{
+			found = lock_row(args, call.session, &ev) ? 1 : 0;
+			locked = true;
+		}
+		if (found == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_A2_NOT_FOUND),
+					 errmsg("no event at index %lld in session \"%s\"",
+							(long long) args->index, args->session_id)));
+		if (!fails(args, &ev))
+			break;
+		recorded = record_directly(args, call.session, &ev, locked,
+								   (int64) ev.failure_count + 1 >= args->max_failures, &at);
+		if (recorded || locked)
+			break;
+		found = -1;
+	}
+
+	failures = ev.failure_count;
+	if (fails(args, &ev))
 	{
 		bool		dead_letter = failures + 1 >= args->max_failures;
 
-		a2_args_init(&a, &record_failure);
-		a2_bind(&a, 1, TEXTOID, call.session);
-		a2_bind_int8(&a, 2, args->index);
-		a2_bind_text(&a, 3, args->error);
-		a2_bind_int8(&a, 4, args->now_ms);
-		a2_bind_int4(&a, 5, args->attempt);
-		a2_bind_bool(&a, 6, dead_letter);
+		if (!recorded)
+			record_by_statement(args, call.session, dead_letter);
+		else if (!dead_letter)
+			a2_walk_mark_lower(at, at);
 		/* backoff (docs/semantics.md): a failed attempt's event is due again later */
 		if (args->backoff && !dead_letter)
 		{
-			a2_bind_int8(&a, 7, args->retry_at_ms);
 			/*
 			 * Due later by the wall clock: the scheduler announces it then.
 			 * Already due by it (a2.now set back, so the retry time is
@@ -210,34 +292,17 @@ fail_attempt(FailArgs *args)
 			else
 				a2_notify_session(args->session_id, args->index);
 		}
-		else
-			a2_bind_null(&a, 7);
-		if (has_row_id && record_directly(args, call.session, &row_id, dead_letter, &at))
-		{
-			if (!dead_letter)
-				a2_walk_mark_lower(at, at);
-		}
-		else if (a2_has_dispatch())
-		{
-			a2_exec_latest(&a, SPI_OK_UPDATE_RETURNING);
-			if (!dead_letter)
-			{
-				at = a2_col_int64(0, 1);
-				a2_walk_mark_lower(at, at);
-			}
-		}
-		else
-			a2_exec_latest(&a, SPI_OK_UPDATE);
-		if (key != NULL)
-			a2_key_park_release(key);	/* its lease ends: a slot frees */
+		if (ev.concurrency_key != NULL)
+			a2_key_park_release(ev.concurrency_key);	/* its lease ends: a slot frees */
 		failures += 1;
 		if (dead_letter)
 			a2_release_pins(args->session_id, args->index);
 		outcome = dead_letter ? "dead_lettered" : "failed";
 	}
-	else if (!processed && attempt_count == args->attempt && dead)
+	else if (!ev.processed && ev.attempt_count == args->attempt && ev.dead_lettered)
 		outcome = "dead_lettered";
-	else if (!processed && attempt_count == args->attempt && !held && failed_by_this)
+	else if (!ev.processed && ev.attempt_count == args->attempt && !ev.held &&
+			 ev.has_last_failed && ev.last_failed_attempt == args->attempt)
 		outcome = "failed";		/* the same attempt failed before */
 	else
 		outcome = "superseded"; /* processed, or another attempt */

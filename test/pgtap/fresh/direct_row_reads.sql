@@ -1,12 +1,12 @@
 --
--- A completion's read of its event (docs/internals.md, "Direct writes"):
--- under the session lock, a completion reads its event without locking
--- the row, and where it writes that row alone (no lane, no snapshot pins)
--- it writes the row first and its returned events after.  Anything else
--- locks the row with the lock statement first.  Each case is told apart
--- by whether the lock statement's plan was prepared in this backend: a
--- completion that never ran it prepared none.  Each case also checks
--- what was written.
+-- A completion's and a failure's read of their event (docs/internals.md,
+-- "Direct writes"): under the session lock, a2_complete and a2_fail read
+-- their event without locking the row, and where they write that row
+-- alone (a completion: no lane, no snapshot pins) they write it first (a
+-- completion's returned events after).  Anything else locks the row with
+-- the lock statement first.  Each case is told apart by whether the lock
+-- statement's plan was prepared in this backend: a call that never ran
+-- it prepared none.  Each case also checks what was written.
 --
 \set ON_ERROR_STOP 1
 \set QUIET 1
@@ -17,7 +17,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION IF NOT EXISTS a2;
-SELECT plan(22);
+SELECT plan(33);
 
 SET LOCAL a2.now = '2026-03-01 00:00:00+00';
 SET LOCAL a2.direct_writes = on;
@@ -87,6 +87,34 @@ SELECT is(a2_complete('dc', 3, 1, '[{"id": "dc-lane-child", "type": "x", "lane":
 		  'dc-lane-child', 'a retry of the lane completion returns the stored event');
 SELECT is((SELECT count(*) FROM a2_events WHERE session_id = 'dc'), 5::bigint,
 		  'and inserts nothing');
+
+-- 8. Failures, read directly: counted, repeated, dead-lettered, superseded.
+CREATE FUNCTION pg_temp.fail_plans() RETURNS bigint LANGUAGE sql AS $$
+	SELECT count(*) FROM pg_backend_memory_contexts
+	 WHERE ident LIKE '%AS failed_by_this%'
+	   AND ident NOT LIKE '%pg_backend_memory_contexts%'
+$$;
+SELECT ok(a2_append('df', '[{"type": "a"}, {"type": "b"}]') IS NOT NULL, 'two events to fail');
+SELECT is(jsonb_array_length(a2_claim('df', 'w', 30000) -> 'events'), 2, 'both claimed');
+SELECT is(a2_fail('df', 1, 1, 'boom', 3), '{"outcome": "failed", "failureCount": 1}'::jsonb,
+		  'a failure is counted');
+SELECT is(a2_fail('df', 1, 1, 'boom', 3), '{"outcome": "failed", "failureCount": 1}'::jsonb,
+		  'a repeated failure of the same attempt is not counted again');
+SELECT is((SELECT (failure_count, last_error, last_failed_attempt, claim_holder)::text
+			 FROM a2_events WHERE session_id = 'df' AND idx = 1), '(1,boom,1,)',
+		  'the failure is recorded and the lease cleared');
+SELECT is(a2_fail('df', 2, 1, 'fatal', 1), '{"outcome": "dead_lettered", "failureCount": 1}'::jsonb,
+		  'a failure at the limit dead-letters');
+SELECT is(a2_fail('df', 2, 1, 'fatal', 1), '{"outcome": "dead_lettered", "failureCount": 1}'::jsonb,
+		  'and says so again');
+SELECT is(a2_fail('df', 1, 9, 'late', 3), '{"outcome": "superseded", "failureCount": 1}'::jsonb,
+		  'another attempt''s failure is superseded');
+SELECT is(pg_temp.fail_plans(), 0::bigint, 'none of these failures ran the lock statement');
+SET LOCAL a2.direct_writes = off;
+SELECT is(a2_fail('df', 1, 9, 'late', 3) ->> 'outcome', 'superseded', 'with direct writes off too');
+SELECT cmp_ok(pg_temp.fail_plans(), '>', 0::bigint,
+			  'with direct writes off, the failure ran the lock statement');
+SET LOCAL a2.direct_writes = on;
 
 SELECT * FROM finish();
 ROLLBACK;
