@@ -194,6 +194,13 @@ fails(FailArgs *args, A2DirectEvent *ev)
 		ev->attempt_count == args->attempt && ev->held;
 }
 
+/* This failure reaches max_failures: the event is dead-lettered. */
+static bool
+dead_letters(FailArgs *args, A2DirectEvent *ev)
+{
+	return (int64) ev->failure_count + 1 >= args->max_failures;
+}
+
 /* record_failure through its statement. */
 static void
 record_by_statement(FailArgs *args, Datum session, bool dead_letter)
@@ -263,7 +270,7 @@ fail_attempt(FailArgs *args)
 		if (!fails(args, &ev))
 			break;
 		recorded = record_directly(args, call.session, &ev, locked,
-								   (int64) ev.failure_count + 1 >= args->max_failures, &at);
+								   dead_letters(args, &ev), &at);
 		if (recorded || locked)
 			break;
 		found = -1;
@@ -272,7 +279,7 @@ fail_attempt(FailArgs *args)
 	failures = ev.failure_count;
 	if (fails(args, &ev))
 	{
-		bool		dead_letter = failures + 1 >= args->max_failures;
+		bool		dead_letter = dead_letters(args, &ev);
 
 		if (!recorded)
 			record_by_statement(args, call.session, dead_letter);
