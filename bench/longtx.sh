@@ -17,7 +17,12 @@
 #                        cycle (bench/pgmq_cycle.sql, one queue per client;
 #                        needs A2_PGMQ_SRC, bench/lib.sh), W4's peer
 #   A2_LONGTX_VARIANTS   "none" (nothing held open), "rr" (a REPEATABLE
-#                        READ transaction open from the start) ["none rr"]
+#                        READ transaction open from the start), "rr-noav"
+#                        (the same with autovacuum off for the workload's
+#                        table: a diagnosis, not a setting to run with; it
+#                        tells what the held snapshot costs the calls from
+#                        what autovacuum's passes over a table it cannot
+#                        clean cost the machine) ["none rr"]
 #   A2_LONGTX_CLIENTS    pgbench clients [1]
 #   A2_LONGTX_W9_SESSIONS  sessions with one pending event each, for W9 [1000]
 #   A2_LONGTX_TAG        a name for the build under test, added to the run
@@ -93,7 +98,8 @@ sample_sql() {
 	round(pg_relation_size('$1') / 1048576.0, 2),
 	(SELECT string_agg(c.relname || '=' || round(pg_relation_size(c.oid) / 1048576.0, 2), ' ' ORDER BY c.relname)
 	   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = '$1'::regclass),
-	s.n_live_tup, s.n_dead_tup, s.autovacuum_count, $pgss
+	s.n_live_tup, s.n_dead_tup, s.autovacuum_count, $pgss,
+	(SELECT io.heap_blks_read + coalesce(io.idx_blks_read, 0) FROM pg_statio_user_tables io WHERE io.relid = s.relid)
   FROM pg_stat_user_tables s WHERE s.relid = '$1'::regclass"
 }
 
@@ -161,7 +167,8 @@ for w in $WORKLOADS; do
 		if $pgss_on; then
 			bench_psql "$DB" -c 'CREATE EXTENSION pg_stat_statements' -c 'SELECT pg_stat_statements_reset()' >/dev/null
 		fi
-		if [[ $v == rr ]]; then
+		[[ $v != rr-noav ]] || bench_psql "$DB" -c "ALTER TABLE $table SET (autovacuum_enabled = off)" >/dev/null
+		if [[ $v == rr || $v == rr-noav ]]; then
 			"$PSQL" -X -q -d "$DB" -c 'BEGIN ISOLATION LEVEL REPEATABLE READ' \
 				-c 'SELECT count(*) FROM a2_events' -c "SELECT pg_sleep($SECS + 60)" \
 				>/dev/null 2>&1 &

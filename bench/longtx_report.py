@@ -59,7 +59,8 @@ def samples(key):
             t, _, table, idx, live, dead, av = parts[:7]
             sizes = dict(kv.split('=') for kv in idx.split())
             stm = parts[7].split('/') if len(parts) > 7 and parts[7] != '-' else None
-            rows.append((t, table, sizes, live, dead, av, stm))
+            blks_read = int(parts[8]) if len(parts) > 8 and parts[8].isdigit() else None
+            rows.append((t, table, sizes, live, dead, av, stm, blks_read))
     return rows
 
 
@@ -78,11 +79,16 @@ for key in runs:
     names = sorted(sm[0][2]) if sm else []
     short = [re.sub(r'^q_lt_\d+_', '', n.replace('a2_events_', '').replace('b9_events_', '')) for n in names]
     print(f'\n#### {key}\n')
-    print('| t (s) | cycles/s in interval | claim buffers/call in interval | buffers/cycle in interval | table MB | ' + ' | '.join(f'{s} MB' for s in short) + ' | live rows | dead rows | autovacuums |')
-    print('|---' * (8 + len(short)) + '|')
+    print('| t (s) | cycles/s in interval | claim buffers/call in interval | buffers/cycle in interval | table MB | ' + ' | '.join(f'{s} MB' for s in short) + ' | live rows | dead rows | autovacuums | blocks read into shared buffers in interval |')
+    print('|---' * (9 + len(short)) + '|')
     prev = None
+    prev_read = None
     last_claim = '?'
-    for t, table, sizes, live, dead, av, stm in sm:
+    for t, table, sizes, live, dead, av, stm, blks_read in sm:
+        # the table's and its indexes' blocks that were not in shared
+        # buffers (autovacuum's reads count here too)
+        reads = '' if blks_read is None or prev_read is None else str(blks_read - prev_read)
+        prev_read = blks_read if blks_read is not None else prev_read
         per_claim = per_cycle = ''
         if stm and prev:
             dc = int(stm[0]) - int(prev[0])
@@ -94,7 +100,7 @@ for key in runs:
         # the pgbench interval that ended nearest to the sample
         near = [tps for pt, tps in pts if t.isdigit() and abs(pt - int(t)) <= 3]
         tps = f'{near[0]:.0f}' if near else ''
-        print(f'| {t} | {tps} | {per_claim} | {per_cycle} | {table} | ' + ' | '.join(sizes.get(n, '') for n in names) + f' | {live} | {dead} | {av} |')
+        print(f'| {t} | {tps} | {per_claim} | {per_cycle} | {table} | ' + ' | '.join(sizes.get(n, '') for n in names) + f' | {live} | {dead} | {av} | {reads} |')
     # the claim is W4's and P4's second statement, W9's and B9's first
     summary.append((key, pts[0][1] if pts else float('nan'), mean_last(pts, 60),
                     statement_latency(key, 0 if key.startswith(('W9', 'B9')) else 1), probe_buffers(key), last_claim))
