@@ -177,9 +177,16 @@ SELECT bag_eq($$SELECT * FROM notify_got('mixed')$$, $$VALUES ('notify-a', 8::bi
 
 ------------------------------------------------------------------------
 -- 7. Separate transactions notify separately; session ids are JSON-escaped.
+--    The notifier sends the entries of one session that are ready in the
+--    same pass as one announcement at the greatest index
+--    (docs/semantics.md, "coalesced"), so each append is collected before
+--    the next commits: otherwise whether the worker's pass ran between
+--    the two commits would decide the answer.
 ------------------------------------------------------------------------
 SELECT is(a2_append('notify-f', '[{"type":"t"}]') #>> '{events,0,index}', '1', 'F: first append');
+SELECT notify_collect('separate');
 SELECT is(a2_append('notify-f', '[{"type":"t"}]') #>> '{events,0,index}', '2', 'F: second append');
+SELECT notify_collect('separate');
 SELECT is(a2_append(E'notify "q" \\ \u00e9', '[{"type":"t"}]') #>> '{events,0,index}', '1', 'escaped: append');
 SELECT notify_collect('separate');
 SELECT bag_eq($$SELECT * FROM notify_got('separate')$$,
