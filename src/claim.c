@@ -262,7 +262,11 @@ probe_low_water(const char *session_id, int64 from, uint64 *anchor,
 	A2Args		a;
 	bool		isnull;
 	Datum		d;
+	int			direct = a2_direct_low_water(CStringGetTextDatum(session_id), from,
+											 anchor, first, have_first);
 
+	if (direct >= 0)
+		return direct == 1;
 	a2_args_init(&a, &low_water);
 	a2_bind_text(&a, 1, session_id);
 	a2_bind_int8(&a, 2, from);

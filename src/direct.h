@@ -8,7 +8,8 @@
  *	  Offers the writes the single-node layer, a2_claim (and so
  *	  a2_claim_next), a2_complete and a2_fail try before their statements,
  *	  the two index probes of a2_claim_next's walk that lead to those
- *	  claims, and the a2.direct_writes setting.  Each
+ *	  claims, the claim's low-water probe, and the a2.direct_writes
+ *	  setting.  Each
  *	  writes only where its statement would do nothing more than that row
  *	  and its index entries (direct_shape.h lists what sends a call back to
  *	  its statement); everywhere else it answers false, having written
@@ -206,5 +207,15 @@ extern int	a2_direct_key_leases(const char *key, int64 now_ms, int64 *leased,
  */
 extern int	a2_direct_key_limits(const char *key, int32 *max_leased, int32 *rate_max,
 								 int64 *per_ms);
+
+/*
+ * The claim's low-water probe of session `session` (a text datum) from
+ * index `from` (claim.c's low_water statement), read directly
+ * (direct_lowwater.c): 1, the session has events: *anchor set, and
+ * *have_first and *first the least index of an unprocessed event at or
+ * above `from`; 0, it has none; -1, the statement is to run.
+ */
+extern int	a2_direct_low_water(Datum session, int64 from, uint64 *anchor,
+								int64 *first, bool *have_first);
 
 #endif							/* A2_DIRECT_H */

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * direct_available.c
- *	  Whether an index of a2_events is one of the three indexes of
- *	  a2_claim_next's walk as a2 makes it (src/sql/objects/20-indexes.sql),
+ *	  Whether an index of a2_events is one of the indexes of
+ *	  a2_claim_next's walk, or another index a direct read reads, as a2
+ *	  makes it (src/sql/objects/20-indexes.sql),
  *	  so that a direct read of it (direct_walk.c, direct_queue_walk.c)
  *	  reads the rows, in the order, that the walk's statements name:
  *
@@ -21,6 +22,9 @@
  *	  - a2_events_key_leases: keyed (concurrency_key, claim_expires_at),
  *	    predicate concurrency_key IS NOT NULL AND processed_at IS NULL AND
  *	    failed_at IS NULL AND claim_expires_at IS NOT NULL;
+ *
+ *	  - a2_events_unprocessed: keyed (session_id, idx), predicate
+ *	    processed_at IS NULL (the claim's low-water probe);
  *
  *	  where A is COALESCE(claim_expires_at, GREATEST(not_before,
  *	  created_at)).  Each is valid, and orders every key column as an
@@ -235,6 +239,7 @@ bool
 a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
 					 const AttrNumber *att, A2DirectReadIndex which)
 {
+	static const A2DirectColumn unprocessed = A2D_PROCESSED_AT;
 	List	   *exprs = ii->ii_Expressions;
 	int			nkeys = ind->rd_index->indnkeyatts;
 
@@ -286,6 +291,15 @@ a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
 				a2_direct_default_ordering(rel, ind, TEXTOID, 0) &&
 				a2_direct_default_ordering(rel, ind, INT8OID, 1) &&
 				lease_predicate(ii, att);
+		case A2D_READ_UNPROCESSED:
+			return nkeys == 2 && ind->rd_index->indnatts == 2 && exprs == NIL &&
+				key_column(ind, 0, att, A2D_SESSION_ID) &&
+				key_column(ind, 1, att, A2D_IDX) &&
+				a2_direct_default_ordering(rel, ind, TEXTOID, 0) &&
+				a2_direct_default_ordering(rel, ind, INT8OID, 1) &&
+				list_length(ii->ii_Predicate) == 1 &&
+				null_test(linitial(ii->ii_Predicate), IS_NULL, att,
+						  &unprocessed, 1) == 0;
 		case A2D_READ_QUEUE_RETRY:
 			return nkeys == 1 && list_length(exprs) == 1 &&
 				ind->rd_index->indkey.values[0] == 0 &&

@@ -248,6 +248,7 @@ learn_indexes(Relation rel)
 		[A2D_READ_QUEUE_RETRY] = "a2_events_queue_retry",
 		[A2D_READ_LEVEL_AVAILABLE] = "a2_events_level_available",
 		[A2D_READ_KEY_LEASES] = "a2_events_key_leases",
+		[A2D_READ_UNPROCESSED] = "a2_events_unprocessed",
 	};
 	Oid			reads[A2D_NREADS];
 	bool		ok = true;
@@ -512,6 +513,12 @@ a2_direct_push_snapshot(bool latest)
 	PushCopiedSnapshot(latest && IsolationUsesXactSnapshot() ?
 					   GetLatestSnapshot() : GetTransactionSnapshot());
 	UpdateActiveSnapshotCommandId();
+}
+
+Relation
+a2_direct_open_read_pkey(void)
+{
+	return index_open(shape.indexes[shape.named[A2D_IX_PKEY]].oid, AccessShareLock);
 }
 
 void

@@ -6,7 +6,8 @@
  *	  and its index entries; opened for the walk's read of its index; the
  *	  statements' snapshot (docs/internals.md, "Direct writes").  For
  *	  direct_insert.c, direct_update.c, direct_walk.c,
- *	  direct_queue_walk.c, direct_limits.c and direct_available.c only.
+ *	  direct_queue_walk.c, direct_limits.c, direct_available.c and
+ *	  direct_lowwater.c only.
  *
  *	  a2_direct_open() answers false, with nothing open, wherever the
  *	  statement would do more than write a2_events' row and its index
@@ -109,6 +110,7 @@ typedef enum A2DirectReadIndex
 	A2D_READ_QUEUE_RETRY,		/* a2_events_queue_retry */
 	A2D_READ_LEVEL_AVAILABLE,	/* a2_events_level_available */
 	A2D_READ_KEY_LEASES,		/* a2_events_key_leases */
+	A2D_READ_UNPROCESSED,		/* a2_events_unprocessed */
 	A2D_NREADS
 } A2DirectReadIndex;
 
@@ -127,6 +129,12 @@ typedef struct A2DirectRead
 
 extern bool a2_direct_open_read(A2DirectRead *r, A2DirectReadIndex which);
 extern void a2_direct_close_read(A2DirectRead *r);
+
+/*
+ * After a2_direct_open_read answered true: the primary key of a2_events,
+ * opened in ACCESS SHARE mode (the caller closes it, NoLock).
+ */
+extern Relation a2_direct_open_read_pkey(void);
 
 /*
  * Whether index `ind` of a2_events (`rel`; its IndexInfo `ii`, `att` the
