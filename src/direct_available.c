@@ -235,6 +235,22 @@ key_column(Relation ind, int i, const AttrNumber *att, A2DirectColumn col)
 	return ind->rd_index->indkey.values[i] == att[col];
 }
 
+/*
+ * The index is keyed by two columns of the table, `first` (text) then
+ * `second` (bigint), each in its default ordering, and holds nothing
+ * else.
+ */
+static bool
+text_then_int8(Relation rel, Relation ind, IndexInfo *ii, const AttrNumber *att,
+			   A2DirectColumn first, A2DirectColumn second)
+{
+	return ind->rd_index->indnkeyatts == 2 && ind->rd_index->indnatts == 2 &&
+		ii->ii_Expressions == NIL &&
+		key_column(ind, 0, att, first) && key_column(ind, 1, att, second) &&
+		a2_direct_default_ordering(rel, ind, TEXTOID, 0) &&
+		a2_direct_default_ordering(rel, ind, INT8OID, 1);
+}
+
 bool
 a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
 					 const AttrNumber *att, A2DirectReadIndex which)
@@ -285,18 +301,11 @@ a2_direct_read_index(Relation rel, Relation ind, IndexInfo *ii,
 				is_available_at(lsecond(exprs), att) &&
 				walk_predicate(ii, att, true);
 		case A2D_READ_KEY_LEASES:
-			return nkeys == 2 && ind->rd_index->indnatts == 2 && exprs == NIL &&
-				key_column(ind, 0, att, A2D_CONCURRENCY_KEY) &&
-				key_column(ind, 1, att, A2D_CLAIM_EXPIRES_AT) &&
-				a2_direct_default_ordering(rel, ind, TEXTOID, 0) &&
-				a2_direct_default_ordering(rel, ind, INT8OID, 1) &&
+			return text_then_int8(rel, ind, ii, att, A2D_CONCURRENCY_KEY,
+								  A2D_CLAIM_EXPIRES_AT) &&
 				lease_predicate(ii, att);
 		case A2D_READ_UNPROCESSED:
-			return nkeys == 2 && ind->rd_index->indnatts == 2 && exprs == NIL &&
-				key_column(ind, 0, att, A2D_SESSION_ID) &&
-				key_column(ind, 1, att, A2D_IDX) &&
-				a2_direct_default_ordering(rel, ind, TEXTOID, 0) &&
-				a2_direct_default_ordering(rel, ind, INT8OID, 1) &&
+			return text_then_int8(rel, ind, ii, att, A2D_SESSION_ID, A2D_IDX) &&
 				list_length(ii->ii_Predicate) == 1 &&
 				null_test(linitial(ii->ii_Predicate), IS_NULL, att,
 						  &unprocessed, 1) == 0;
