@@ -3,9 +3,10 @@
  * direct_available.c
  *	  Whether an index of a2_events is one of the indexes of
  *	  a2_claim_next's walk, or another index a direct read reads, as a2
- *	  makes it (src/sql/objects/20-indexes.sql),
- *	  so that a direct read of it (direct_walk.c, direct_queue_walk.c)
- *	  reads the rows, in the order, that the walk's statements name:
+ *	  makes it (src/sql/objects/20-indexes.sql), so that a direct read of
+ *	  it (direct_walk.c, direct_queue_walk.c, direct_limits.c,
+ *	  direct_lowwater.c) reads the rows, in the order, that the statements
+ *	  it stands in for name:
  *
  *	  - a2_events_default_available: keyed (A, session_id), predicate
  *	    lane_ready AND processed_at IS NULL AND failed_at IS NULL AND
